@@ -1,0 +1,209 @@
+"""The invocation path: every operation call crosses here, from an execute or from ``Runtime.invoke``.
+
+One call goes: identity (the ordinal, allocated when the binding is called) -> the
+access gate -> input decoding -> the operation -> output encoding. Whose fault a failure
+is gets decided here, once: a schema violation on input is the caller's
+(:class:`InvalidInput`); anything else is the host's (:class:`OperationFailed` with a
+reference, while the exception itself goes to the host's ``on_operation_error`` and the
+``mycelium`` logger).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from .context import InvocationContext
+from .errors import InvalidInput, OperationFailed, new_reference
+from .graph import InstalledModule, InstalledOperation, OperationGraph
+from .operations import SchemaViolation
+from .signals import AbortSignal
+from .values import JsonValue
+
+__all__ = [
+    "BindingCallback",
+    "Execution",
+    "Invoker",
+    "OperationError",
+    "OperationErrorHandler",
+]
+
+logger = logging.getLogger("mycelium")
+
+Stage: TypeAlias = Literal["decode", "execute", "encode"]
+
+BindingCallback: TypeAlias = Callable[[JsonValue], Awaitable[JsonValue]]
+"""An admitted operation as a sandbox sees it: call it with one JSON input, await the JSON output.
+
+Calling it (not awaiting it) is what places the call: its ordinal is taken at once.
+It raises ``InvalidInput`` (a ``ValueError``) for input the operation refuses and
+``OperationFailed`` for a host failure; both messages are safe to show a guest.
+"""
+
+
+@dataclass(frozen=True)
+class OperationError:
+    """Operator evidence for one failed operation call. Never shown to a guest or model."""
+
+    reference: str
+    module_id: str
+    operation: str
+    path: str
+    stage: Stage
+    """Where it failed: a decoder that raised (not a validation error), the function, or the output."""
+    exception: BaseException = field(repr=False)
+    context: InvocationContext = field(repr=False)
+
+
+OperationErrorHandler: TypeAlias = Callable[[OperationError], object]
+"""Receives :class:`OperationError`; may be sync or async. Its own exceptions are logged."""
+
+
+class Invoker:
+    """Runs one operation call through the checks every call gets."""
+
+    def __init__(self, on_operation_error: OperationErrorHandler | None = None) -> None:
+        self._on_operation_error = on_operation_error
+
+    async def invoke(self, target: InstalledOperation, raw: object, context: InvocationContext) -> JsonValue:
+        """Decode ``raw``, run the operation, encode its result.
+
+        Raises :class:`InvalidInput` when ``raw`` breaks the input schema and
+        :class:`OperationFailed` for any host failure; neither carries host detail.
+        """
+        op = target.operation
+        stage: Stage = "decode"
+        try:
+            decoded = op.decode_input(raw)
+            stage = "execute"
+            result = await op.call(decoded, context)
+            stage = "encode"
+            return op.encode_output(result)
+        except Exception as exc:
+            caught = exc
+        # Raised outside the handler so the host exception is not the error's __context__:
+        # the error may travel towards a guest, the evidence may not.
+        if stage == "decode" and isinstance(caught, SchemaViolation):
+            raise InvalidInput(target.path, caught.errors)
+        raise await self._host_failure(target, context, stage, caught)
+
+    async def _host_failure(
+        self,
+        target: InstalledOperation,
+        context: InvocationContext,
+        stage: Stage,
+        exc: Exception,
+    ) -> OperationFailed:
+        evidence = OperationError(
+            reference=new_reference(),
+            module_id=target.module.id,
+            operation=target.relative,
+            path=target.path,
+            stage=stage,
+            exception=exc,
+            context=context,
+        )
+        logger.error(
+            "operation %s (module %s) failed in %s, reference %s",
+            evidence.path,
+            evidence.module_id,
+            stage,
+            evidence.reference,
+            exc_info=exc,
+        )
+        if self._on_operation_error is not None:
+            try:
+                outcome = self._on_operation_error(evidence)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("on_operation_error raised while reporting %s", evidence.reference)
+        return OperationFailed(
+            module=evidence.module_id,
+            operation=evidence.operation,
+            path=evidence.path,
+            reference=evidence.reference,
+        )
+
+
+class Execution:
+    """The host side of one execute attempt: its identity, its ordinal counter and its bindings.
+
+    A fresh ``Execution`` (fresh ``execution_id``, counter at zero) is made for every
+    attempt, so replaying a program gives the same ordinals.
+    """
+
+    def __init__(
+        self,
+        graph: OperationGraph,
+        invoker: Invoker,
+        *,
+        execution_id: str,
+        tool_call_id: str | None,
+        session_id: str | None,
+        signal: AbortSignal,
+    ) -> None:
+        self.graph = graph
+        self.execution_id = execution_id
+        self.tool_call_id = tool_call_id
+        self.session_id = session_id
+        self.signal = signal
+        self._invoker = invoker
+        self._ordinals = itertools.count()
+        self.bindings: Mapping[str, Mapping[str, BindingCallback]] = _GraphBindings(self)
+
+    def call(self, target: InstalledOperation, raw: JsonValue) -> Awaitable[JsonValue]:
+        """Start one operation call.
+
+        The ordinal is taken here, synchronously, before anything is awaited: calls get
+        positions in the order the program made them, even when started concurrently.
+        """
+        context = InvocationContext(
+            execution_id=self.execution_id,
+            tool_call_id=self.tool_call_id,
+            session_id=self.session_id,
+            operation_ordinal=next(self._ordinals),
+            module_id=target.module.id,
+            operation=target.relative,
+            signal=self.signal,
+        )
+        return self._invoker.invoke(target, raw, context)
+
+
+class _GraphBindings(Mapping[str, Mapping[str, BindingCallback]]):
+    """Transport alias -> relative path -> callback, made on demand (a graph may hold thousands)."""
+
+    def __init__(self, execution: Execution) -> None:
+        self._execution = execution
+
+    def __getitem__(self, transport: str) -> Mapping[str, BindingCallback]:
+        module = self._execution.graph.by_transport(transport)
+        if module is None:
+            raise KeyError(transport)
+        return _ModuleBindings(self._execution, module)
+
+    def __iter__(self) -> Iterator[str]:
+        return (module.transport for module in self._execution.graph.modules)
+
+    def __len__(self) -> int:
+        return len(self._execution.graph.modules)
+
+
+class _ModuleBindings(Mapping[str, BindingCallback]):
+    def __init__(self, execution: Execution, module: InstalledModule) -> None:
+        self._execution = execution
+        self._module = module
+
+    def __getitem__(self, relative: str) -> BindingCallback:
+        return functools.partial(self._execution.call, self._module.operations[relative])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._module.operations)
+
+    def __len__(self) -> int:
+        return len(self._module.operations)

@@ -1,0 +1,99 @@
+"""The exceptions Mycelium raises to hosts and, in safe form, to guests.
+
+Every message here is safe to show a model: none carries host exception text, a
+traceback or a path. Host-side evidence travels separately (see ``OperationError``
+in :mod:`mycelium.bindings`).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+__all__ = [
+    "DefinitionError",
+    "InvalidInput",
+    "LeaseReleased",
+    "MissingExecuteIdentity",
+    "MyceliumError",
+    "OperationFailed",
+    "RuntimeClosed",
+    "UnknownOperation",
+    "new_reference",
+]
+
+
+class MyceliumError(Exception):
+    """Base class of the errors Mycelium raises."""
+
+
+class DefinitionError(MyceliumError, ValueError):
+    """An operation, module or graph was defined wrongly; raised when it is defined or installed."""
+
+
+class InvalidInput(MyceliumError, ValueError):
+    """The caller's input did not match the operation's input schema.
+
+    This is the caller's (the model's) fault: the message lists each field error and is
+    safe to show it. It never wraps a host failure.
+    """
+
+    def __init__(self, path: str, errors: list[str]) -> None:
+        self.path = path
+        self.errors = tuple(errors)
+        super().__init__(_bounded_message(f"Invalid input for {path}", errors))
+
+
+class OperationFailed(MyceliumError):
+    """An operation failed on the host side (it raised, or its output broke its schema).
+
+    The message names the operation and a reference, and nothing else: the host finds
+    the exception itself under the same reference through ``Runtime(on_operation_error=...)``.
+    """
+
+    def __init__(self, *, module: str, operation: str, path: str, reference: str) -> None:
+        self.module = module
+        self.operation = operation
+        self.path = path
+        self.reference = reference
+        super().__init__(f"{path} failed on the host (reference {reference}).")
+
+
+class LeaseReleased(MyceliumError):
+    """The lease was already released; acquire a new one."""
+
+
+class RuntimeClosed(MyceliumError):
+    """The runtime is closing or closed and hands out no more leases."""
+
+
+class UnknownOperation(MyceliumError, LookupError):
+    """No installed module or operation matches what was asked for."""
+
+
+class MissingExecuteIdentity(MyceliumError):
+    """An operation that requires execute identity was called without a tool call id or an ordinal."""
+
+
+MAX_ERROR_MESSAGE_CHARS = 2_000
+MAX_ERROR_ITEM_CHARS = 300
+
+
+def _bounded_message(head: str, items: list[str]) -> str:
+    """Join ``items`` under ``head``, keeping the whole message within ``MAX_ERROR_MESSAGE_CHARS``."""
+    lines = [f"{head}:"]
+    used = len(lines[0])
+    for shown, item in enumerate(items):
+        if len(item) > MAX_ERROR_ITEM_CHARS:
+            item = item[: MAX_ERROR_ITEM_CHARS - 3] + "..."
+        line = f"- {item}"
+        if used + 1 + len(line) > MAX_ERROR_MESSAGE_CHARS - 40:
+            lines.append(f"... and {len(items) - shown} more errors")
+            break
+        lines.append(line)
+        used += 1 + len(line)
+    return "\n".join(lines)
+
+
+def new_reference() -> str:
+    """A short random reference that ties a safe message to the operator's evidence."""
+    return f"ref-{secrets.token_hex(6)}"

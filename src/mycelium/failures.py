@@ -1,0 +1,167 @@
+"""The closed set of typed execute failures.
+
+Every failed execute ends in exactly one of these frozen dataclasses. Each has a
+stable ``code`` (a class attribute, also in :meth:`to_dict`) that hosts and models can
+branch on; the fields are safe facts, never host exception text. A sandbox adapter
+reports a typed failure by raising :class:`SandboxError`; anything else it raises is
+foreign and becomes :class:`Unknown`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar, Literal, TypeAlias
+
+__all__ = [
+    "BadResponse",
+    "Cancelled",
+    "CapabilityFailed",
+    "DeadlineExceeded",
+    "Failure",
+    "GuestException",
+    "InvalidArguments",
+    "InvalidResult",
+    "ResultTooLarge",
+    "SandboxBusy",
+    "SandboxError",
+    "SyntaxFailure",
+    "TransportLost",
+    "Unknown",
+]
+
+
+@dataclass(frozen=True)
+class _FailureBase:
+    code: ClassVar[str]
+
+    def to_dict(self) -> dict[str, object]:
+        """The failure as a JSON-ready dict, ``code`` first."""
+        return {"code": self.code, **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True)
+class SyntaxFailure(_FailureBase):
+    """The program could not be parsed (or failed its type check)."""
+
+    code: ClassVar[str] = "syntax"
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+
+@dataclass(frozen=True)
+class GuestException(_FailureBase):
+    """The program raised and did not handle it. ``traceback`` holds guest frames only."""
+
+    code: ClassVar[str] = "guest-exception"
+    type_name: str
+    message: str
+    traceback: str | None = None
+
+
+@dataclass(frozen=True)
+class TransportLost(_FailureBase):
+    """The connection to the sandbox (a worker process) was lost mid-run."""
+
+    code: ClassVar[str] = "transport-lost"
+
+
+@dataclass(frozen=True)
+class BadResponse(_FailureBase):
+    """The sandbox sent something malformed, oversized or unknown."""
+
+    code: ClassVar[str] = "bad-response"
+
+
+@dataclass(frozen=True)
+class CapabilityFailed(_FailureBase):
+    """An operation failed on the host and the program did not handle it."""
+
+    code: ClassVar[str] = "capability-failed"
+    module: str
+    operation: str
+    reference: str
+
+
+@dataclass(frozen=True)
+class DeadlineExceeded(_FailureBase):
+    """The run hit its deadline. ``acknowledged`` is false while backing work may still run."""
+
+    code: ClassVar[str] = "deadline-exceeded"
+    timeout_ms: int
+    acknowledged: bool
+
+
+@dataclass(frozen=True)
+class Cancelled(_FailureBase):
+    """The caller cancelled the run. ``acknowledged`` is false while backing work may still run."""
+
+    code: ClassVar[str] = "cancelled"
+    acknowledged: bool
+    by: Literal["caller"] = "caller"
+
+
+@dataclass(frozen=True)
+class InvalidResult(_FailureBase):
+    """The program's value is not JSON (a set, bytes, NaN, a cycle, an object...)."""
+
+    code: ClassVar[str] = "invalid-result"
+    reason: str
+
+
+@dataclass(frozen=True)
+class ResultTooLarge(_FailureBase):
+    """The program's value encodes to more than the result limit; nothing is truncated."""
+
+    code: ClassVar[str] = "result-too-large"
+    size: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class SandboxBusy(_FailureBase):
+    """No sandbox slot opened within the admission wait; the program has not run."""
+
+    code: ClassVar[str] = "sandbox-busy"
+    capacity: int
+    waited_ms: int
+
+
+@dataclass(frozen=True)
+class InvalidArguments(_FailureBase):
+    """The execute tool call's arguments were wrong; nothing ran."""
+
+    code: ClassVar[str] = "invalid-arguments"
+    message: str
+
+
+@dataclass(frozen=True)
+class Unknown(_FailureBase):
+    """Something failed that Mycelium does not classify; the operator evidence has the cause."""
+
+    code: ClassVar[str] = "unknown"
+
+
+Failure: TypeAlias = (
+    SyntaxFailure
+    | GuestException
+    | TransportLost
+    | BadResponse
+    | CapabilityFailed
+    | DeadlineExceeded
+    | Cancelled
+    | InvalidResult
+    | ResultTooLarge
+    | SandboxBusy
+    | InvalidArguments
+    | Unknown
+)
+
+
+class SandboxError(Exception):
+    """Raised by a sandbox adapter to end an execute with a typed failure."""
+
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
+        super().__init__(failure.code)

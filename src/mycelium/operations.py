@@ -1,0 +1,399 @@
+"""Operations: one typed, labelled host function, and the schemas that guard it.
+
+An :class:`Operation` owns its input schema (which decodes what a caller sends), its
+output schema (which encodes what the function returns), its access label and its
+description. It knows nothing of modules, leases or sandboxes; the invocation path in
+:mod:`mycelium.bindings` drives the three steps (:meth:`Operation.decode_input`,
+:meth:`Operation.call`, :meth:`Operation.encode_output`) and decides whose fault a
+failure is.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, Protocol, TypeAlias
+
+import anyio.to_thread
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+import pydantic
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+
+from .context import InvocationContext
+from .errors import DefinitionError
+from .values import JsonValue, NotJson, check_json
+
+__all__ = [
+    "AccessLabel",
+    "Operation",
+    "Schema",
+    "SchemaSpec",
+    "SchemaViolation",
+    "operation",
+    "operation_from_function",
+    "parse_labels",
+]
+
+AccessLabel: TypeAlias = Literal["read", "write"]
+SchemaSpec: TypeAlias = Any
+"""A pydantic model class, any type a pydantic ``TypeAdapter`` accepts, or a JSON Schema dict."""
+
+_EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+class SchemaViolation(Exception):
+    """A value broke a schema. ``errors`` lists one readable line per problem."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+class Schema(Protocol):
+    """Decodes inputs and encodes outputs for one side of an operation."""
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema a caller sees."""
+        ...
+
+    def decode(self, value: object) -> object:
+        """Turn a JSON value into what the function receives; raise :class:`SchemaViolation` if invalid."""
+        ...
+
+    def encode(self, value: object) -> JsonValue:
+        """Turn what the function returned into a JSON value; raise :class:`SchemaViolation` if invalid."""
+        ...
+
+
+class PydanticSchema:
+    """A schema backed by a pydantic ``TypeAdapter``: it validates, then encodes in JSON mode."""
+
+    def __init__(self, type_: Any, *, side: Literal["input", "output"]) -> None:
+        try:
+            self._adapter: TypeAdapter[Any] = TypeAdapter(type_)
+            self._json_schema = self._adapter.json_schema(
+                mode="validation" if side == "input" else "serialization"
+            )
+        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+            raise DefinitionError(f"the {side} type {type_!r} is not usable as a schema: {exc}") from exc
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        return self._json_schema
+
+    def decode(self, value: object) -> object:
+        try:
+            return self._adapter.validate_python(value)
+        except ValidationError as exc:
+            raise SchemaViolation(_pydantic_errors(exc)) from None
+
+    def encode(self, value: object) -> JsonValue:
+        try:
+            validated = self._adapter.validate_python(value)
+        except ValidationError as exc:
+            raise SchemaViolation(_pydantic_errors(exc)) from None
+        encoded: JsonValue = self._adapter.dump_python(validated, mode="json")
+        return encoded
+
+
+class JsonSchema:
+    """A raw JSON Schema, checked with ``jsonschema``. It validates and never transforms."""
+
+    def __init__(self, schema: Mapping[str, Any], *, side: Literal["input", "output"]) -> None:
+        # A private copy: a host that mutates its dict later must not change the operation.
+        private: dict[str, Any] = copy.deepcopy(dict(schema))
+        validator_class = jsonschema.validators.validator_for(private)
+        try:
+            validator_class.check_schema(private)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise DefinitionError(f"the {side} JSON Schema is invalid: {exc.message}") from exc
+        self._json_schema = private
+        self._validator = validator_class(private)
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        return self._json_schema
+
+    def decode(self, value: object) -> object:
+        self._check(value)
+        return value
+
+    def encode(self, value: object) -> JsonValue:
+        self._check(value)
+        return value  # type: ignore[return-value]  # _check proved it is JSON
+
+    def _check(self, value: object) -> None:
+        try:
+            check_json(value)
+        except NotJson as exc:
+            raise SchemaViolation([str(exc)]) from None
+        found = self._validator.iter_errors(value)  # type: ignore[arg-type]  # check_json proved it is JSON
+        errors = sorted(found, key=lambda error: list(map(str, error.path)))
+        if errors:
+            raise SchemaViolation([f"{_location(error.path)}: {error.message}" for error in errors])
+
+
+class AnyJson:
+    """The schema of an absent output: any JSON value, passed through unchanged."""
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        return {}
+
+    def decode(self, value: object) -> object:
+        return self.encode(value)
+
+    def encode(self, value: object) -> JsonValue:
+        try:
+            check_json(value)
+        except NotJson as exc:
+            raise SchemaViolation([str(exc)]) from None
+        return value  # type: ignore[return-value]  # check_json proved it is JSON
+
+
+def schema_for(spec: SchemaSpec, *, side: Literal["input", "output"]) -> Schema:
+    """Build the schema for an ``input=`` or ``output=`` argument (``None`` means the default)."""
+    if spec is None:
+        return JsonSchema(_EMPTY_OBJECT_SCHEMA, side=side) if side == "input" else AnyJson()
+    if isinstance(spec, Mapping):
+        return JsonSchema(spec, side=side)
+    return PydanticSchema(spec, side=side)
+
+
+_Invoke: TypeAlias = Callable[[object, InvocationContext], Awaitable[object]]
+
+
+class Operation:
+    """One typed host operation. Build it with :func:`operation` or ``@module.operation``.
+
+    Instances are immutable once built and may be registered in several modules.
+    """
+
+    __slots__ = ("_input", "_invoke", "_output", "access", "confirm", "description")
+
+    access: AccessLabel
+    confirm: bool
+    description: str | None
+
+    def __init__(
+        self,
+        *,
+        input: Schema,
+        output: Schema,
+        invoke: _Invoke,
+        access: AccessLabel,
+        confirm: bool,
+        description: str | None,
+    ) -> None:
+        self._input = input
+        self._output = output
+        self._invoke = invoke
+        self.access = access
+        self.confirm = confirm
+        self.description = description
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The input as JSON Schema (an object schema for decorated functions)."""
+        return self._input.json_schema
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        """The output as JSON Schema (``{}`` when any JSON value is allowed)."""
+        return self._output.json_schema
+
+    def decode_input(self, raw: object) -> object:
+        """Decode a caller's input. :class:`SchemaViolation` is the caller's fault; anything else the host's."""
+        return self._input.decode(raw)
+
+    async def call(self, decoded: object, context: InvocationContext) -> object:
+        """Run the function on decoded input (sync functions run in a worker thread)."""
+        return await self._invoke(decoded, context)
+
+    def encode_output(self, result: object) -> JsonValue:
+        """Encode the function's result; any failure here is the host's."""
+        return self._output.encode(result)
+
+    def __repr__(self) -> str:
+        return f"<Operation access={self.access} confirm={self.confirm} description={self.description!r}>"
+
+
+def parse_labels(access: object, confirm: object) -> tuple[AccessLabel, bool]:
+    """Parse the access labels an operation author wrote; anything unexpected is a DefinitionError."""
+    if access is None:
+        label: AccessLabel = "write"
+    elif access == "read" and type(access) is str:
+        label = "read"
+    elif access == "write" and type(access) is str:
+        label = "write"
+    else:
+        raise DefinitionError(f"access must be 'read', 'write' or None (write), got {access!r}")
+    if type(confirm) is not bool:
+        raise DefinitionError(f"confirm must be True or False, got {confirm!r}")
+    return label, confirm
+
+
+def operation(
+    *,
+    input: SchemaSpec = None,
+    output: SchemaSpec = None,
+    execute: Callable[..., Any],
+    access: AccessLabel | None = None,
+    confirm: bool = False,
+    description: str | None = None,
+) -> Operation:
+    """Define an operation explicitly.
+
+    ``input`` and ``output`` take a pydantic model, any type pydantic's ``TypeAdapter``
+    accepts, or a JSON Schema dict. Absent input is an empty object; absent output is any
+    JSON value. ``execute`` may be sync or async and takes ``(input)``, ``(input, ctx)``
+    or nothing. ``access`` is ``"read"`` or ``"write"`` (``None`` means write); ``confirm``
+    asks a person before each call.
+    """
+    label, confirm = parse_labels(access, confirm)
+    if not callable(execute):
+        raise DefinitionError(f"execute must be callable, got {execute!r}")
+    if description is not None and not isinstance(description, str):
+        raise DefinitionError(f"description must be a string, got {description!r}")
+    arity = _positional_arity(execute)
+    run = _runner(execute)
+
+    async def invoke(decoded: object, context: InvocationContext) -> object:
+        return await run(*(decoded, context)[:arity])
+
+    return Operation(
+        input=schema_for(input, side="input"),
+        output=schema_for(output, side="output"),
+        invoke=invoke,
+        access=label,
+        confirm=confirm,
+        description=description,
+    )
+
+
+def operation_from_function(
+    fn: Callable[..., Any],
+    *,
+    access: AccessLabel | None = None,
+    confirm: bool = False,
+    description: str | None = None,
+) -> Operation:
+    """Define an operation from a function's signature (the decorator form).
+
+    Each parameter becomes a property of the input object (its annotation is the type,
+    its default makes it optional); a parameter annotated :class:`InvocationContext` is
+    injected instead. The return annotation is the output; without one, any JSON value.
+    The description defaults to the first paragraph of the docstring.
+    """
+    label, confirm = parse_labels(access, confirm)
+    where = getattr(fn, "__qualname__", repr(fn))
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise DefinitionError(f"cannot read the annotations of {where}: {exc}") from exc
+    fields: dict[str, Any] = {}
+    argument_names: dict[str, str] = {}
+    context_names: list[str] = []
+    for index, parameter in enumerate(inspect.signature(fn).parameters.values()):
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD, parameter.POSITIONAL_ONLY):
+            raise DefinitionError(
+                f"{where}: parameter {parameter.name!r} must be an ordinary or keyword-only parameter"
+            )
+        annotation = hints.get(parameter.name, Any)
+        if annotation is InvocationContext:
+            context_names.append(parameter.name)
+            continue
+        # Internal field names with aliases: a parameter called `json` or `schema` must not
+        # collide with pydantic's own model attributes.
+        internal = f"p{index}"
+        argument_names[internal] = parameter.name
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[internal] = (annotation, Field(default, alias=parameter.name))
+    model_name = "".join(part[:1].upper() + part[1:] for part in fn.__name__.split("_")) + "Input"
+    try:
+        model = pydantic.create_model(
+            model_name, __config__=ConfigDict(extra="forbid", validate_by_name=False), **fields
+        )
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError) as exc:
+        raise DefinitionError(f"{where}: parameters are not usable as an input schema: {exc}") from exc
+    run = _runner(fn)
+
+    async def invoke(decoded: object, context: InvocationContext) -> object:
+        arguments = {name: getattr(decoded, internal) for internal, name in argument_names.items()}
+        arguments.update(dict.fromkeys(context_names, context))
+        return await run(**arguments)
+
+    if description is None:
+        description = _first_paragraph(inspect.getdoc(fn))
+    return Operation(
+        input=PydanticSchema(model, side="input"),
+        output=schema_for(hints["return"], side="output") if "return" in hints else AnyJson(),
+        invoke=invoke,
+        access=label,
+        confirm=confirm,
+        description=description,
+    )
+
+
+def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[object]]:
+    """Adapt ``fn`` to an async callable; a sync ``fn`` runs in a worker thread."""
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+
+        async def run_async(*args: object, **kwargs: object) -> object:
+            result: object = await fn(*args, **kwargs)
+            return result
+
+        return run_async
+
+    async def run_sync(*args: object, **kwargs: object) -> object:
+        result = await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        # A sync callable may still hand back an awaitable (a lambda wrapping a coroutine).
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    return run_sync
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int:
+    """How many of ``(input, ctx)`` to pass to an explicit ``execute`` callable."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return 2
+    required = [p for p in positional if p.default is p.empty]
+    required_keyword_only = [p for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if len(required) > 2 or required_keyword_only:
+        raise DefinitionError(
+            f"execute must take (input) or (input, ctx); {getattr(fn, '__qualname__', fn)!r} "
+            f"requires {', '.join(p.name for p in [*required, *required_keyword_only])}"
+        )
+    return min(len(positional), 2)
+
+
+def _first_paragraph(doc: str | None) -> str | None:
+    if not doc:
+        return None
+    paragraph = doc.strip().split("\n\n", 1)[0]
+    return " ".join(paragraph.split()) or None
+
+
+def _location(path: typing.Iterable[object]) -> str:
+    parts = [str(part) for part in path]
+    return ".".join(parts) if parts else "(value)"
+
+
+def _pydantic_errors(exc: ValidationError) -> list[str]:
+    return [
+        f"{_location(error['loc'])}: {error['msg']}"
+        for error in exc.errors(include_url=False, include_input=False, include_context=False)
+    ]

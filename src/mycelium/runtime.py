@@ -1,0 +1,241 @@
+"""The runtime and its leases: the lifecycle around a captured graph revision.
+
+A :class:`Runtime` installs modules into an operation graph. A :class:`Lease` captures
+one revision of that graph; its catalog, execute tool and bindings describe that
+revision for the lease's whole life. ``close()`` stops new leases and waits until every
+held lease is released.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import Self
+
+import anyio
+
+from .bindings import Invoker, OperationErrorHandler
+from .context import CallContext, InvocationContext, Session
+from .discovery import Catalog
+from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
+from .execute import ExecuteTool, ExecutionOptions
+from .graph import InstalledOperation, OperationGraph, build_graph
+from .modules import Module
+from .sandbox import Sandbox
+from .signals import AbortController
+from .values import JsonValue
+
+__all__ = ["Lease", "Runtime"]
+
+
+class _Holds:
+    """Counts holders of something and lets one wait until there are none."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+    def acquire(self) -> None:
+        if self.count == 0:
+            self._idle = anyio.Event()
+        self.count += 1
+
+    def release(self) -> None:
+        self.count -= 1
+        if self.count == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        while self.count:
+            await self._idle.wait()
+
+
+class Runtime:
+    """Hosts modules, hands out leases and runs operations.
+
+    ``sandbox`` evaluates guest programs; ``execution`` sets host-only limits;
+    ``session`` is the host's session (``None`` for session-free hosts);
+    ``on_operation_error`` receives the evidence of every host failure of an operation.
+    """
+
+    def __init__(
+        self,
+        *,
+        modules: Sequence[Module] = (),
+        sandbox: Sandbox,
+        execution: ExecutionOptions | None = None,
+        session: Session | None = None,
+        on_operation_error: OperationErrorHandler | None = None,
+    ) -> None:
+        if not isinstance(sandbox, Sandbox):
+            raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
+        if execution is not None and not isinstance(execution, ExecutionOptions):
+            raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
+        if session is not None and not isinstance(session, Session):
+            raise ValueError(f"session must be a Session or None, got {type(session).__name__}")
+        if on_operation_error is not None and not callable(on_operation_error):
+            raise ValueError("on_operation_error must be callable")
+        if isinstance(modules, Module) or not isinstance(modules, Sequence):
+            raise ValueError("modules must be a sequence of Module")
+        self.sandbox = sandbox
+        self.session = session
+        self.options = execution or ExecutionOptions()
+        self._invoker = Invoker(on_operation_error)
+        self._graph = build_graph(list(modules), revision=1)
+        self._catalog = Catalog(self._graph)
+        self._leases = _Holds()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` has begun: no new leases are handed out."""
+        return self._closed
+
+    async def acquire(self) -> Lease:
+        """Capture the current graph revision in a new lease. Release it when the run settles."""
+        if self._closed:
+            raise RuntimeClosed("the runtime is closed; it hands out no more leases")
+        self._leases.acquire()
+        return Lease(self, self._graph, self._catalog)
+
+    @asynccontextmanager
+    async def lease(self) -> AsyncIterator[Lease]:
+        """``async with runtime.lease() as lease:`` acquires a lease and always releases it."""
+        lease = await self.acquire()
+        try:
+            yield lease
+        finally:
+            await lease.release()
+
+    async def invoke(
+        self, module_id: str, path: str, input: object = None, *, context: CallContext | None = None
+    ) -> JsonValue:
+        """Run one operation directly, outside any execute, through the same checks as a guest call.
+
+        ``path`` is relative to the module (``windows.open``). ``input`` defaults to ``{}``.
+        ``context`` supplies the caller's identity; ordinal and tool call id may stay ``None``.
+        Raises :class:`InvalidInput`, :class:`OperationFailed` or :class:`UnknownOperation`.
+        """
+        if self._closed:
+            raise RuntimeClosed("the runtime is closed")
+        target = self._find(module_id, path)
+        context = context or CallContext()
+        invocation = InvocationContext(
+            execution_id=context.execution_id or f"exec-{uuid.uuid4().hex}",
+            tool_call_id=context.tool_call_id,
+            session_id=self.session.id if self.session else None,
+            operation_ordinal=context.operation_ordinal,
+            module_id=target.module.id,
+            operation=target.relative,
+            signal=context.signal or AbortController().signal,
+        )
+        return await self._invoker.invoke(target, {} if input is None else input, invocation)
+
+    def _find(self, module_id: str, path: str) -> InstalledOperation:
+        module = self._graph.module(module_id)
+        if module is None:
+            raise UnknownOperation(f"no module has id {module_id!r}")
+        target = module.operations.get(path)
+        if target is None:
+            raise UnknownOperation(f"module {module_id!r} has no operation {path!r}")
+        return target
+
+    async def close(self) -> None:
+        """Stop handing out leases, then wait until every held lease is released.
+
+        Awaiting ``close()`` in a task that still holds a lease never returns: release
+        the lease first (``async with`` does this for you).
+        """
+        self._closed = True
+        await self._leases.wait_idle()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+class Lease:
+    """One captured graph revision, held for a run. Get it from :meth:`Runtime.acquire`.
+
+    Its ``revision``, ``catalog`` and ``execute_tool`` describe the same graph for the
+    lease's whole life. After :meth:`release`, using it raises :class:`LeaseReleased`.
+    """
+
+    def __init__(self, runtime: Runtime, graph: OperationGraph, catalog: Catalog) -> None:
+        self._runtime = runtime
+        self.revision = graph.revision
+        self._catalog = catalog
+        self._released = False
+        self._runs = _Holds()
+        self._execute_tool = ExecuteTool(
+            graph=graph,
+            catalog=catalog,
+            sandbox=runtime.sandbox,
+            invoker=runtime._invoker,
+            options=runtime.options,
+            session_id=runtime.session.id if runtime.session else None,
+            hold=self._hold,
+        )
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` has been called."""
+        return self._released
+
+    @property
+    def catalog(self) -> Catalog:
+        """The discovery catalog of this lease's revision."""
+        self._check()
+        return self._catalog
+
+    @property
+    def execute_tool(self) -> ExecuteTool:
+        """The one ``execute`` tool, bound to this lease's revision."""
+        self._check()
+        return self._execute_tool
+
+    async def release(self) -> None:
+        """Release the lease. Idempotent; waits for executes already running on it to settle."""
+        if self._released:
+            return
+        self._released = True
+        try:
+            await self._runs.wait_idle()
+        finally:
+            self._runtime._leases.release()
+
+    @contextmanager
+    def _hold(self) -> Iterator[None]:
+        self._check()
+        with self._runs.held():
+            yield
+
+    def _check(self) -> None:
+        if self._released:
+            raise LeaseReleased(f"lease of revision {self.revision} was released; acquire a new one")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        return f"<Lease revision={self.revision}{' released' if self._released else ''}>"

@@ -1,0 +1,63 @@
+"""The sandbox boundary: what a sandbox adapter receives and must return.
+
+Mycelium never evaluates a program itself. A :class:`Sandbox` gets a
+:class:`SandboxRequest` (the code, its identity and limits, and the admitted bindings)
+plus an :class:`~mycelium.signals.AbortSignal`, runs the program in isolation, and
+returns its JSON value or raises :class:`~mycelium.failures.SandboxError` with a typed
+failure. This package knows nothing of leases, runtimes or MCP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ..bindings import BindingCallback
+from ..signals import AbortSignal
+from ..values import JsonValue
+
+__all__ = ["BindingCallback", "Sandbox", "SandboxRequest"]
+
+
+@dataclass(frozen=True)
+class SandboxRequest:
+    """Everything a sandbox needs for one execute. Host callbacks are never guest data."""
+
+    execution_id: str
+    """Fresh for every execute attempt; shared by the operation calls it makes."""
+    code: str
+    """The program to evaluate."""
+    timeout_ms: int
+    """The execution budget. The signal stays authoritative for cancellation."""
+    bindings: Mapping[str, Mapping[str, BindingCallback]] = field(repr=False)
+    """Transport alias -> flat relative operation path (``windows.open``) -> callback."""
+    namespace_paths: Mapping[str, tuple[str, ...]]
+    """Transport alias -> logical path in ``env``; an alias not listed is its own path."""
+    modules: Mapping[str, str]
+    """Transport alias -> stable module id, for every alias."""
+    session_id: str | None
+    """The host's session, or ``None`` for a session-free host."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Evaluates a guest program in isolation and returns its JSON value."""
+
+    @property
+    def adapter(self) -> str:
+        """A name for operator evidence (``"monty"``); never guest authority."""
+        ...
+
+    @property
+    def build_sha(self) -> str | None:
+        """The adapter's source revision for operator evidence, if known."""
+        ...
+
+    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
+        """Run ``request.code``; raise ``SandboxError`` for a typed failure.
+
+        Must observe ``signal`` while starting and running, and must not return before
+        the work it started has settled.
+        """
+        ...

@@ -1,0 +1,72 @@
+"""JSON values: what crosses between a guest program, Mycelium and the host.
+
+A JSON value here is built only from ``None``, ``bool``, ``int``, finite ``float``,
+``str``, ``list`` (or ``tuple``, read as an array) and ``dict`` with ``str`` keys, with no
+cycles and bounded depth. Subclasses are refused: an ``IntEnum`` or a ``str`` subclass
+with a custom ``__str__`` is host data that has not been encoded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TypeAlias
+
+__all__ = ["MAX_JSON_DEPTH", "JsonValue", "NotJson", "check_json", "dumps_compact"]
+
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+
+MAX_JSON_DEPTH = 256
+_SCALARS = (type(None), bool, int, str)
+
+
+class NotJson(ValueError):
+    """A value is not a JSON value; the message says what and where (a JSON-pointer-like path)."""
+
+
+def check_json(value: object) -> None:
+    """Raise :class:`NotJson` unless ``value`` is a JSON value (see the module docstring)."""
+    # Iterative walk: a hostile value may be nested far deeper than Python's recursion limit.
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    # Containers on the current path, so a shared (non-cyclic) sub-value is not a cycle.
+    open_ids: dict[int, int] = {}
+    exits: list[tuple[int, int]] = []
+    while stack:
+        item, where, depth = stack.pop()
+        while exits and exits[-1][1] >= depth:
+            open_ids.pop(exits.pop()[0], None)
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind is float:
+            if not math.isfinite(item):  # type: ignore[arg-type]
+                raise NotJson(f"{_at(where)} is {item!r}, which JSON cannot represent")
+            continue
+        if kind not in (list, tuple, dict):
+            raise NotJson(f"{_at(where)} is a {kind.__name__}, not a JSON value")
+        if depth >= MAX_JSON_DEPTH:
+            raise NotJson(f"{_at(where)} is nested deeper than {MAX_JSON_DEPTH} levels")
+        if id(item) in open_ids:
+            raise NotJson(f"{_at(where)} contains itself (a cycle)")
+        open_ids[id(item)] = depth
+        exits.append((id(item), depth))
+        if kind is dict:
+            mapping: dict[object, object] = item  # type: ignore[assignment]
+            children: list[tuple[object, str, int]] = []
+            for key, child in mapping.items():
+                if type(key) is not str:
+                    raise NotJson(f"{_at(where)} has a {type(key).__name__} key; JSON keys are strings")
+                children.append((child, f"{where}/{key}", depth + 1))
+            stack.extend(reversed(children))
+        else:
+            sequence: list[object] = item  # type: ignore[assignment]
+            stack.extend((child, f"{where}/{index}", depth + 1) for index, child in reversed(list(enumerate(sequence))))
+
+
+def dumps_compact(value: JsonValue) -> str:
+    """Encode a checked JSON value compactly (no spaces), keeping non-ASCII text as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _at(where: str) -> str:
+    return f"the value at {where}" if where else "the value"
