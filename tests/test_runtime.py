@@ -1,0 +1,184 @@
+"""Runtime and lease lifecycle: options, acquire/release, close, scoped forms."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mycelium import (
+    ExecutionOptions,
+    LeaseReleased,
+    Module,
+    Runtime,
+    RuntimeClosed,
+    Session,
+    ToolCall,
+    UnknownOperation,
+    operation,
+)
+from mycelium.testing import direct_sandbox, rejecting_sandbox
+
+
+def demo_module() -> Module:
+    return Module(
+        id="example-demo",
+        name="demo",
+        operations={"ping": operation(execute=lambda: {"value": "pong"}, access="read")},
+    )
+
+
+def test_runtime_refuses_an_object_that_is_not_a_sandbox() -> None:
+    with pytest.raises(ValueError, match="sandbox"):
+        Runtime(modules=[demo_module()], sandbox=object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("execution", {"timeout_ms": 5}),
+        ("session", "session-1"),
+        ("on_operation_error", 42),
+        ("modules", demo_module()),
+    ],
+)
+def test_runtime_refuses_bad_options_naming_the_option(option: str, value: object) -> None:
+    options: dict[str, object] = {"modules": [demo_module()], "sandbox": rejecting_sandbox(), option: value}
+    with pytest.raises(ValueError, match=option):
+        Runtime(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("field", ["timeout_ms", "max_code_bytes", "max_result_bytes"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, "10", True])
+def test_execution_options_refuse_non_positive_ints_naming_the_field(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        ExecutionOptions(**{field: value})  # type: ignore[arg-type]
+
+
+def test_session_id_must_be_a_non_empty_string() -> None:
+    with pytest.raises(ValueError, match="Session id"):
+        Session("")
+
+
+async def test_a_lease_exposes_revision_catalog_and_execute_tool() -> None:
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox()) as runtime:
+        lease = await runtime.acquire()
+        try:
+            assert lease.revision == 1
+            assert [entry.path for entry in lease.catalog.entries] == ["demo.ping"]
+            assert lease.execute_tool.definition.name == "execute"
+        finally:
+            await lease.release()
+
+
+async def test_release_is_idempotent() -> None:
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox()) as runtime:
+        lease = await runtime.acquire()
+        await lease.release()
+        await lease.release()
+        assert lease.released
+
+
+async def test_using_a_released_lease_raises_lease_released() -> None:
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox()) as runtime:
+        lease = await runtime.acquire()
+        tool = lease.execute_tool
+        prepared = tool.prepare(ToolCall(id="c1", name="execute", arguments={"code": "1"}))
+        await lease.release()
+        with pytest.raises(LeaseReleased):
+            _ = lease.execute_tool
+        with pytest.raises(LeaseReleased):
+            _ = lease.catalog
+        with pytest.raises(LeaseReleased):
+            await tool.run("1")
+        with pytest.raises(LeaseReleased):
+            await prepared.execute()
+
+
+async def test_scoped_lease_is_released_even_when_the_body_raises() -> None:
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox()) as runtime:
+        with pytest.raises(RuntimeError, match="boom"):
+            async with runtime.lease() as lease:
+                raise RuntimeError("boom")
+        assert lease.released
+
+
+async def test_acquire_after_close_raises_runtime_closed() -> None:
+    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox())
+    await runtime.close()
+    with pytest.raises(RuntimeClosed):
+        await runtime.acquire()
+    with pytest.raises(RuntimeClosed):
+        await runtime.invoke("example-demo", "ping")
+
+
+async def test_close_waits_until_every_held_lease_is_released() -> None:
+    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox())
+    lease = await runtime.acquire()
+    closed = anyio.Event()
+
+    async def close() -> None:
+        await runtime.close()
+        closed.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(close)
+        await anyio.wait_all_tasks_blocked()
+        assert runtime.closed
+        assert not closed.is_set(), "close() returned while a lease was still held"
+        with pytest.raises(RuntimeClosed):
+            await runtime.acquire()
+        await lease.release()
+    assert closed.is_set()
+
+
+async def test_release_waits_for_an_execute_already_running_on_the_lease() -> None:
+    started = anyio.Event()
+    proceed = anyio.Event()
+
+    async def slow(bindings: object, signal: object) -> str:
+        started.set()
+        await proceed.wait()
+        return "done"
+
+    async with Runtime(modules=[demo_module()], sandbox=direct_sandbox(slow)) as runtime:
+        lease = await runtime.acquire()
+        results = []
+        released = anyio.Event()
+
+        async def run() -> None:
+            results.append(await lease.execute_tool.run("x"))
+
+        async def release() -> None:
+            await lease.release()
+            released.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            tg.start_soon(release)
+            await anyio.wait_all_tasks_blocked()
+            assert not released.is_set()
+            proceed.set()
+        assert released.is_set()
+        assert results[0].text == '"done"'
+
+
+async def test_invoke_runs_one_operation_outside_any_execute() -> None:
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox()) as runtime:
+        assert await runtime.invoke("example-demo", "ping") == {"value": "pong"}
+
+
+async def test_invoke_of_an_unknown_module_or_operation_raises_unknown_operation() -> None:
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox()) as runtime:
+        with pytest.raises(UnknownOperation, match="nope"):
+            await runtime.invoke("nope", "ping")
+        with pytest.raises(UnknownOperation, match="pong"):
+            await runtime.invoke("example-demo", "pong")
+
+
+async def test_modules_registered_after_construction_do_not_change_the_installed_graph() -> None:
+    module = demo_module()
+    async with Runtime(modules=[module], sandbox=rejecting_sandbox()) as runtime:
+        module.add("later", operation(execute=lambda: 1))
+        async with runtime.lease() as lease:
+            assert [entry.path for entry in lease.catalog.entries] == ["demo.ping"]
