@@ -80,6 +80,8 @@ MAX_ERROR_ITEM_CHARS = 300
 
 def _bounded_message(head: str, items: list[str]) -> str:
     """Join ``items`` under ``head``, keeping the whole message within ``MAX_ERROR_MESSAGE_CHARS``."""
+    if len(head) > MAX_ERROR_ITEM_CHARS:
+        head = head[: MAX_ERROR_ITEM_CHARS - 3] + "..."
     lines = [f"{head}:"]
     used = len(lines[0])
     for shown, item in enumerate(items):

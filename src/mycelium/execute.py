@@ -105,7 +105,8 @@ class ToolResult:
     @classmethod
     def failed(cls, failure: Failure, reference: str | None = None) -> ToolResult:
         """A failed result whose text is the model-facing message for ``failure``."""
-        reference = reference or new_reference()
+        # A capability failure already has the reference the host's evidence carries.
+        reference = reference or getattr(failure, "reference", None) or new_reference()
         return cls(
             text=sandbox_failure_message(failure, reference),
             is_error=True,

@@ -9,6 +9,7 @@ module stays the authority for everything beneath it.
 from __future__ import annotations
 
 import keyword
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -25,8 +26,17 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def is_identifier(segment: object) -> bool:
-    """Whether ``segment`` can be an attribute a guest types: an identifier that is not a keyword."""
-    return isinstance(segment, str) and segment.isidentifier() and not keyword.iskeyword(segment)
+    """Whether ``segment`` can be an attribute a guest types: an identifier that is not a keyword.
+
+    It must also be in NFKC form: Python normalises identifiers in source, so ``ﬁle``
+    typed by a guest would look up ``file``.
+    """
+    return (
+        isinstance(segment, str)
+        and segment.isidentifier()
+        and not keyword.iskeyword(segment)
+        and unicodedata.normalize("NFKC", segment) == segment
+    )
 
 
 def check_id(kind: str, value: object) -> str:

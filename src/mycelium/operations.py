@@ -99,6 +99,10 @@ class PydanticSchema:
         except ValidationError as exc:
             raise SchemaViolation(_pydantic_errors(exc)) from None
         encoded: JsonValue = self._adapter.dump_python(validated, mode="json")
+        try:
+            check_json(encoded)  # JSON mode still lets NaN and infinities through
+        except NotJson as exc:
+            raise SchemaViolation([str(exc)]) from None
         return encoded
 
 
