@@ -10,7 +10,7 @@ run: $(VENV)/.run-installed
 	$(BIN)/python examples/quickstart.py
 
 test: $(VENV)/.dev-installed
-	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
 
