@@ -4,6 +4,7 @@ The public surface is re-exported here; nothing inside the package imports from 
 module.
 """
 
+from .admission import AdmissionPolicy, normalize_sandbox_admission_policy
 from .bindings import OperationError
 from .context import CallContext, ExecuteIdentity, InvocationContext, Session
 from .discovery import Catalog, CatalogEntry
@@ -17,10 +18,11 @@ from .errors import (
     RuntimeClosed,
     UnknownOperation,
 )
-from .execute import ExecuteTool, ExecutionOptions, PreparedExecute, ToolCall, ToolDefinition, ToolResult
-from .failures import Failure, SandboxError
+from .execute import ExecuteTool, PreparedExecute, ToolCall, ToolDefinition, ToolResult
+from .failures import Failure, FailureEvidence, SandboxError
 from .modules import Module
 from .operations import Operation, operation
+from .options import ExecutionOptions
 from .runtime import Lease, Runtime
 from .signals import AbortController, AbortError, AbortSignal
 from .values import JsonValue
@@ -29,6 +31,7 @@ __all__ = [
     "AbortController",
     "AbortError",
     "AbortSignal",
+    "AdmissionPolicy",
     "CallContext",
     "Catalog",
     "CatalogEntry",
@@ -37,6 +40,7 @@ __all__ = [
     "ExecuteTool",
     "ExecutionOptions",
     "Failure",
+    "FailureEvidence",
     "InvalidInput",
     "InvocationContext",
     "JsonValue",
@@ -57,5 +61,6 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "UnknownOperation",
+    "normalize_sandbox_admission_policy",
     "operation",
 ]

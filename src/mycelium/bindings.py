@@ -11,7 +11,6 @@ reference, while the exception itself goes to the host's ``on_operation_error`` 
 from __future__ import annotations
 
 import functools
-import inspect
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -21,6 +20,7 @@ from typing import Literal, TypeAlias
 from .context import InvocationContext
 from .errors import InvalidInput, OperationFailed, new_reference
 from .graph import InstalledModule, InstalledOperation, OperationGraph
+from .hooks import notify
 from .operations import SchemaViolation
 from .signals import AbortSignal
 from .values import JsonValue
@@ -116,13 +116,7 @@ class Invoker:
             evidence.reference,
             exc_info=exc,
         )
-        if self._on_operation_error is not None:
-            try:
-                outcome = self._on_operation_error(evidence)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                logger.exception("on_operation_error raised while reporting %s", evidence.reference)
+        await notify(self._on_operation_error, evidence, name="on_operation_error")
         return OperationFailed(
             module=evidence.module_id,
             operation=evidence.operation,

@@ -14,14 +14,29 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
+from .admission import AdmissionPolicy, BackingWork, SandboxSlots
 from .bindings import Execution, Invoker
 from .discovery import Catalog
 from .errors import new_reference
-from .failures import Failure, InvalidArguments, InvalidResult, ResultTooLarge
+from .failures import (
+    Cancelled,
+    DeadlineExceeded,
+    Failure,
+    FailureEvidence,
+    InvalidArguments,
+    InvalidResult,
+    ResultTooLarge,
+    SandboxBusy,
+    Unknown,
+)
 from .graph import OperationGraph
+from .hooks import Observer, notify
+from .options import ExecutionOptions
 from .sandbox import Sandbox, SandboxRequest
 from .sandbox.boundary import failure_from_exception, sandbox_failure_message
 from .signals import AbortController, AbortSignal
@@ -29,8 +44,8 @@ from .values import JsonValue, NotJson, check_json, dumps_compact
 
 __all__ = [
     "EXECUTE_INPUT_SCHEMA",
+    "ExecuteServices",
     "ExecuteTool",
-    "ExecutionOptions",
     "PreparedExecute",
     "ToolCall",
     "ToolDefinition",
@@ -47,26 +62,6 @@ EXECUTE_INPUT_SCHEMA: dict[str, Any] = {
 }
 
 _MAX_DESCRIPTION_CHARS = 8_192
-
-
-@dataclass(frozen=True)
-class ExecutionOptions:
-    """Host-only limits for each execute. Guests submit only code.
-
-    ``timeout_ms`` is the execution budget passed to the sandbox;
-    ``max_code_bytes`` bounds the submitted program (UTF-8); ``max_result_bytes`` bounds
-    the compact JSON of the result, which is never truncated: a larger one fails.
-    """
-
-    timeout_ms: int = 180_000
-    max_code_bytes: int = 64 * 1024
-    max_result_bytes: int = 64 * 1024
-
-    def __post_init__(self) -> None:
-        for name in ("timeout_ms", "max_code_bytes", "max_result_bytes"):
-            value = getattr(self, name)
-            if type(value) is not int or value <= 0:
-                raise ValueError(f"ExecutionOptions.{name} must be a positive int, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -103,14 +98,15 @@ class ToolResult:
     reference: str | None = None
 
     @classmethod
-    def failed(cls, failure: Failure, reference: str | None = None) -> ToolResult:
+    def failed(cls, failure: Failure, *, logs: tuple[str, ...] = ()) -> ToolResult:
         """A failed result whose text is the model-facing message for ``failure``."""
         # A capability failure already has the reference the host's evidence carries.
-        reference = reference or getattr(failure, "reference", None) or new_reference()
+        reference = getattr(failure, "reference", None) or new_reference()
         return cls(
             text=sandbox_failure_message(failure, reference),
             is_error=True,
             failure=failure,
+            logs=logs,
             reference=reference,
         )
 
@@ -128,10 +124,51 @@ class PreparedExecute:
         self.failure = failure
 
     async def execute(self, signal: AbortSignal | None = None) -> ToolResult:
-        """Run the program (or return the argument failure without running anything)."""
-        if self.failure is not None or self.code is None:
-            return ToolResult.failed(self.failure or InvalidArguments("no code"))
+        """Run the program, or return the argument failure without running anything.
+
+        ``signal`` is the caller's: aborting it (or cancelling the awaiting task) stops the
+        run, reported as ``cancelled``.
+        """
+        if self.code is None:
+            failure = self.failure or InvalidArguments("no code")
+            return await self._tool._fail(_Attempt(None, self.tool_call_id), failure, None)
         return await self._tool._execute(self.code, self.tool_call_id, signal)
+
+
+@dataclass(frozen=True)
+class ExecuteServices:
+    """What every lease's execute tool shares with its runtime."""
+
+    sandbox: Sandbox
+    invoker: Invoker
+    options: ExecutionOptions
+    policy: AdmissionPolicy
+    slots: SandboxSlots
+    session_id: str | None
+    on_sandbox_failure: Observer[FailureEvidence] | None
+
+
+@dataclass
+class _Attempt:
+    """One execute attempt as the operator sees it."""
+
+    execution_id: str | None
+    """``None`` when nothing was started (invalid arguments)."""
+    tool_call_id: str | None
+    started: float = field(default_factory=anyio.current_time)
+    logs: list[str] = field(default_factory=list)
+
+
+class _Stopped(Exception):
+    """The run ended with a failure decided by the runtime, not raised by the sandbox."""
+
+    def __init__(self, failure: Failure, cause: BaseException | None = None) -> None:
+        self.failure = failure
+        self.cause = cause
+
+
+_DEADLINE = "deadline"
+_CALLER = "caller"
 
 
 class ExecuteTool:
@@ -142,17 +179,12 @@ class ExecuteTool:
         *,
         graph: OperationGraph,
         catalog: Catalog,
-        sandbox: Sandbox,
-        invoker: Invoker,
-        options: ExecutionOptions,
-        session_id: str | None,
+        services: ExecuteServices,
         hold: Callable[[], AbstractContextManager[None]],
     ) -> None:
         self._graph = graph
-        self._sandbox = sandbox
-        self._invoker = invoker
-        self._options = options
-        self._session_id = session_id
+        self._services = services
+        self._options = services.options
         self._hold = hold
         self.definition = ToolDefinition(
             name="execute", description=execute_description(catalog), input_schema=EXECUTE_INPUT_SCHEMA
@@ -167,9 +199,12 @@ class ExecuteTool:
                 return PreparedExecute(self, call.id, None, InvalidArguments(str(exc)))
             return PreparedExecute(self, call.id, code, None)
 
-    async def run(self, code: str, tool_call_id: str | None = None, signal: AbortSignal | None = None) -> ToolResult:
+    async def run(
+        self, code: str, tool_call_id: str | None = None, signal: AbortSignal | None = None
+    ) -> ToolResult:
         """Prepare and execute ``{"code": code}`` in one step."""
-        return await self.prepare(ToolCall(id=tool_call_id, name="execute", arguments={"code": code})).execute(signal)
+        call = ToolCall(id=tool_call_id, name="execute", arguments={"code": code})
+        return await self.prepare(call).execute(signal)
 
     def _parse(self, call: ToolCall) -> str:
         if call.name != "execute":
@@ -197,56 +232,134 @@ class ExecuteTool:
 
     async def _execute(self, code: str, tool_call_id: str | None, caller_signal: AbortSignal | None) -> ToolResult:
         with self._hold():
+            execution_id = f"exec-{uuid.uuid4().hex}"
+            attempt = _Attempt(execution_id, tool_call_id)
             controller = AbortController()
-            stop_following = caller_signal.add_listener(controller.abort) if caller_signal is not None else None
-            execution = Execution(
-                self._graph,
-                self._invoker,
-                execution_id=f"exec-{uuid.uuid4().hex}",
-                tool_call_id=tool_call_id,
-                session_id=self._session_id,
-                signal=controller.signal,
-            )
-            request = SandboxRequest(
-                execution_id=execution.execution_id,
-                code=code,
-                timeout_ms=self._options.timeout_ms,
-                bindings=execution.bindings,
-                namespace_paths={module.transport: module.path for module in self._graph.modules},
-                modules={module.transport: module.id for module in self._graph.modules},
-                session_id=self._session_id,
+            stop_following = (
+                caller_signal.add_listener(lambda _: controller.abort(_CALLER)) if caller_signal is not None else None
             )
             try:
-                value = await self._sandbox.execute(request, controller.signal)
+                value = await self._supervise(code, execution_id, attempt, controller)
+            except _Stopped as stopped:
+                return await self._fail(attempt, stopped.failure, stopped.cause)
             except Exception as exc:
-                return self._failed(failure_from_exception(exc), execution, exc)
+                return await self._fail(attempt, failure_from_exception(exc), exc)
             finally:
                 if stop_following is not None:
                     stop_following()
-            return self._admit(value, execution)
+            return await self._admit(value, attempt)
 
-    def _admit(self, value: object, execution: Execution) -> ToolResult:
+    async def _supervise(
+        self, code: str, execution_id: str, attempt: _Attempt, controller: AbortController
+    ) -> object:
+        """Admit, dispatch and watch one run; return its value or raise what ended it.
+
+        The deadline counts from the start of the attempt, so queueing for a slot does not
+        restart it. An abort (deadline or caller) is followed by up to ``abort_grace_ms`` of
+        waiting for the sandbox to settle; if it does not, the stop is unacknowledged and the
+        backing work keeps its slot until it settles.
+        """
+        services, options = self._services, self._options
+        deadline = attempt.started + options.timeout_ms / 1000
+        if controller.signal.aborted:
+            raise _Stopped(Cancelled(acknowledged=True))  # before dispatch: nothing started
+        wait_until = min(attempt.started + services.policy.admission_wait_ms / 1000, deadline)
+        admission = await services.slots.admit(until=wait_until, signal=controller.signal)
+        if admission == "aborted":
+            raise _Stopped(Cancelled(acknowledged=True))
+        if admission == "expired":
+            if wait_until < deadline:
+                waited_ms = round((anyio.current_time() - attempt.started) * 1000)
+                raise _Stopped(SandboxBusy(capacity=services.slots.capacity, waited_ms=waited_ms))
+            raise _Stopped(DeadlineExceeded(timeout_ms=options.timeout_ms, acknowledged=True))
+        execution = Execution(
+            self._graph,
+            services.invoker,
+            execution_id=execution_id,
+            tool_call_id=attempt.tool_call_id,
+            session_id=services.session_id,
+            signal=controller.signal,
+        )
+        request = SandboxRequest(
+            execution_id=execution.execution_id,
+            code=code,
+            timeout_ms=max(1, round((deadline - anyio.current_time()) * 1000)),
+            bindings=execution.bindings,
+            namespace_paths={module.transport: module.path for module in self._graph.modules},
+            modules={module.transport: module.id for module in self._graph.modules},
+            session_id=services.session_id,
+            on_log=attempt.logs.append,
+        )
+        work = services.slots.start(lambda: services.sandbox.execute(request, controller.signal))
+        try:
+            with anyio.CancelScope(deadline=deadline) as scope:
+                stop_watching = controller.signal.add_listener(lambda _: scope.cancel())
+                try:
+                    await work.settled.wait()
+                finally:
+                    stop_watching()
+        except anyio.get_cancelled_exc_class():
+            # The task awaiting us was cancelled: that is the caller's cancellation too.
+            controller.abort(_CALLER)
+            with anyio.CancelScope(shield=True):
+                acknowledged = await self._grace(work)
+                await self._fail(attempt, Cancelled(acknowledged=acknowledged), None)
+            raise
+        if controller.signal.aborted or not work.settled.is_set():
+            # Whoever aborted first decides: a late success after a caller's abort is still cancelled.
+            by_caller = not controller.abort(_DEADLINE) and controller.signal.reason == _CALLER
+            acknowledged = await self._grace(work)
+            if by_caller:
+                raise _Stopped(Cancelled(acknowledged=acknowledged))
+            raise _Stopped(DeadlineExceeded(timeout_ms=options.timeout_ms, acknowledged=acknowledged))
+        if isinstance(work.error, Exception):
+            raise work.error
+        if work.error is not None:
+            # An adapter's own cancellation or exit is not the caller's: it is foreign.
+            raise _Stopped(Unknown(), cause=work.error)
+        return work.value
+
+    async def _grace(self, work: BackingWork) -> bool:
+        """Wait up to ``abort_grace_ms`` for aborted work to settle; whether it did."""
+        with anyio.move_on_after(self._options.abort_grace_ms / 1000):
+            await work.settled.wait()
+        return work.settled.is_set()
+
+    async def _admit(self, value: object, attempt: _Attempt) -> ToolResult:
         """Admit the program's value only as bounded JSON; nothing is truncated."""
         try:
             check_json(value)
         except NotJson as exc:
-            return self._failed(InvalidResult(reason=str(exc)), execution, None)
+            return await self._fail(attempt, InvalidResult(reason=str(exc)), None)
         text = dumps_compact(value)  # type: ignore[arg-type]  # check_json proved it is JSON
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > self._options.max_result_bytes:
-            return self._failed(ResultTooLarge(size=size, limit=self._options.max_result_bytes), execution, None)
-        return ToolResult(text=text, is_error=False, value=value)  # type: ignore[arg-type]
+            return await self._fail(attempt, ResultTooLarge(size=size, limit=self._options.max_result_bytes), None)
+        return ToolResult(text=text, is_error=False, value=value, logs=tuple(attempt.logs))  # type: ignore[arg-type]
 
-    def _failed(self, failure: Failure, execution: Execution, cause: BaseException | None) -> ToolResult:
-        result = ToolResult.failed(failure)
+    async def _fail(self, attempt: _Attempt, failure: Failure, cause: BaseException | None) -> ToolResult:
+        result = ToolResult.failed(failure, logs=tuple(attempt.logs))
+        services = self._services
+        evidence = FailureEvidence(
+            reference=result.reference or "",
+            failure=failure,
+            execution_id=attempt.execution_id,
+            session_id=services.session_id,
+            tool_call_id=attempt.tool_call_id,
+            adapter=services.sandbox.adapter,
+            build_sha=services.sandbox.build_sha,
+            duration_ms=(anyio.current_time() - attempt.started) * 1000,
+            cause=cause,
+        )
         logger.warning(
             "execute %s (tool call %s) failed: %s, reference %s",
-            execution.execution_id,
-            execution.tool_call_id,
+            evidence.execution_id,
+            evidence.tool_call_id,
             failure.code,
-            result.reference,
+            evidence.reference,
             exc_info=cause,
         )
+        await notify(services.on_sandbox_failure, evidence, name="on_sandbox_failure")
         return result
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "CapabilityFailed",
     "DeadlineExceeded",
     "Failure",
+    "FailureEvidence",
     "GuestException",
     "InvalidArguments",
     "InvalidResult",
@@ -157,6 +158,24 @@ Failure: TypeAlias = (
     | InvalidArguments
     | Unknown
 )
+
+
+@dataclass(frozen=True)
+class FailureEvidence:
+    """What the operator gets for a failed execute. Never shown to a guest or a model."""
+
+    reference: str
+    """Also in the model's message, so a report can be matched to this evidence."""
+    failure: Failure
+    execution_id: str | None
+    """``None`` when nothing ran (invalid arguments)."""
+    session_id: str | None
+    tool_call_id: str | None
+    adapter: str
+    build_sha: str | None
+    duration_ms: float
+    cause: BaseException | None = None
+    """The host-side exception behind the failure, if there was one."""
 
 
 class SandboxError(Exception):

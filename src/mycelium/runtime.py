@@ -8,6 +8,8 @@ held lease is released.
 
 from __future__ import annotations
 
+import inspect
+import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -16,18 +18,24 @@ from typing import Self
 
 import anyio
 
+from .admission import AdmissionPolicy, SandboxSlots, available_cores, normalize_sandbox_admission_policy
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
 from .discovery import Catalog
 from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
-from .execute import ExecuteTool, ExecutionOptions
+from .execute import ExecuteServices, ExecuteTool
+from .failures import FailureEvidence
 from .graph import InstalledOperation, OperationGraph, build_graph
+from .hooks import Observer
 from .modules import Module
-from .sandbox import Sandbox
+from .options import ExecutionOptions
+from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox
 from .signals import AbortController
 from .values import JsonValue
 
 __all__ = ["Lease", "Runtime"]
+
+logger = logging.getLogger("mycelium")
 
 
 class _Holds:
@@ -64,9 +72,12 @@ class _Holds:
 class Runtime:
     """Hosts modules, hands out leases and runs operations.
 
-    ``sandbox`` evaluates guest programs; ``execution`` sets host-only limits;
-    ``session`` is the host's session (``None`` for session-free hosts);
-    ``on_operation_error`` receives the evidence of every host failure of an operation.
+    ``sandbox`` evaluates guest programs; the runtime owns it and closes it (if it has
+    ``aclose()``) when the runtime closes. ``execution`` sets host-only limits, validated
+    here. ``session`` is the host's session (``None`` for session-free hosts).
+    ``on_operation_error`` receives the evidence of every host failure of an operation;
+    ``on_sandbox_failure`` receives the evidence of every failed execute. Both only
+    observe: an exception inside them is logged and changes nothing.
     """
 
     def __init__(
@@ -77,6 +88,7 @@ class Runtime:
         execution: ExecutionOptions | None = None,
         session: Session | None = None,
         on_operation_error: OperationErrorHandler | None = None,
+        on_sandbox_failure: Observer[FailureEvidence] | None = None,
     ) -> None:
         if not isinstance(sandbox, Sandbox):
             raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
@@ -84,18 +96,44 @@ class Runtime:
             raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
         if session is not None and not isinstance(session, Session):
             raise ValueError(f"session must be a Session or None, got {type(session).__name__}")
-        if on_operation_error is not None and not callable(on_operation_error):
-            raise ValueError("on_operation_error must be callable")
+        for name, hook in (("on_operation_error", on_operation_error), ("on_sandbox_failure", on_sandbox_failure)):
+            if hook is not None and not callable(hook):
+                raise ValueError(f"{name} must be callable")
         if isinstance(modules, Module) or not isinstance(modules, Sequence):
             raise ValueError("modules must be a sequence of Module")
         self.sandbox = sandbox
         self.session = session
         self.options = execution or ExecutionOptions()
-        self._invoker = Invoker(on_operation_error)
+        # The core count is observed once per runtime.
+        policy = normalize_sandbox_admission_policy(self.options, available_cores())
+        self._services = ExecuteServices(
+            sandbox=sandbox,
+            invoker=Invoker(on_operation_error),
+            options=self.options,
+            policy=policy,
+            slots=SandboxSlots(policy.capacity),
+            session_id=session.id if session else None,
+            on_sandbox_failure=on_sandbox_failure,
+        )
+        self._invoker = self._services.invoker
         self._graph = build_graph(list(modules), revision=1)
         self._catalog = Catalog(self._graph)
         self._leases = _Holds()
         self._closed = False
+        self._announced_limits: set[str] = set()
+        self._announce_unenforced_limits(sandbox)
+
+    @property
+    def admission(self) -> AdmissionPolicy:
+        """The resolved admission policy: sandbox capacity and the admission wait."""
+        return self._services.policy
+
+    def _announce_unenforced_limits(self, sandbox: Sandbox) -> None:
+        # A fact about where the host runs the sandbox, said once per runtime; it enforces nothing.
+        for limit in sorted(set(getattr(sandbox, "unenforced_limits", ()))):
+            if limit not in self._announced_limits:
+                self._announced_limits.add(limit)
+                logger.warning(UNENFORCED_LIMIT_NOTICES.get(limit, f"{limit} limits are not enforced"))
 
     @property
     def closed(self) -> bool:
@@ -152,13 +190,21 @@ class Runtime:
         return target
 
     async def close(self) -> None:
-        """Stop handing out leases, then wait until every held lease is released.
+        """Stop handing out leases, wait until every held lease is released, then clean up.
 
-        Awaiting ``close()`` in a task that still holds a lease never returns: release
-        the lease first (``async with`` does this for you).
+        Clean-up waits for sandbox work that is still settling (a run whose stop was not
+        acknowledged keeps its slot until then), then closes the sandbox. Awaiting
+        ``close()`` in a task that still holds a lease never returns: release the lease
+        first (``async with`` does this for you).
         """
         self._closed = True
         await self._leases.wait_idle()
+        await self._services.slots.wait_settled()
+        closer = getattr(self.sandbox, "aclose", None)
+        if closer is not None:
+            outcome = closer()
+            if inspect.isawaitable(outcome):
+                await outcome
 
     async def __aenter__(self) -> Self:
         return self
@@ -182,15 +228,7 @@ class Lease:
         self._catalog = catalog
         self._released = False
         self._runs = _Holds()
-        self._execute_tool = ExecuteTool(
-            graph=graph,
-            catalog=catalog,
-            sandbox=runtime.sandbox,
-            invoker=runtime._invoker,
-            options=runtime.options,
-            session_id=runtime.session.id if runtime.session else None,
-            hold=self._hold,
-        )
+        self._execute_tool = ExecuteTool(graph=graph, catalog=catalog, services=runtime._services, hold=self._hold)
 
     @property
     def released(self) -> bool:

@@ -9,15 +9,26 @@ failure. This package knows nothing of leases, runtimes or MCP.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..bindings import BindingCallback
 from ..signals import AbortSignal
 from ..values import JsonValue
 
-__all__ = ["BindingCallback", "Sandbox", "SandboxRequest"]
+__all__ = ["UNENFORCED_LIMIT_NOTICES", "BindingCallback", "Sandbox", "SandboxRequest", "UnenforcedLimit"]
+
+UnenforcedLimit: TypeAlias = Literal["cpu", "memory", "output", "cancel"]
+"""A limit a host declares its sandbox does not enforce where it runs (local development)."""
+
+UNENFORCED_LIMIT_NOTICES: dict[str, str] = {
+    "cpu": "CPU limits are not enforced in local dev",
+    "memory": "Memory limits are not enforced in local dev",
+    "output": "Output limits are not enforced in local dev",
+    "cancel": "Cancellation is not enforced in local dev",
+}
+"""The once-per-runtime diagnostic for each declared unenforced limit."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,8 @@ class SandboxRequest:
     """Transport alias -> stable module id, for every alias."""
     session_id: str | None
     """The host's session, or ``None`` for a session-free host."""
+    on_log: Callable[[str], None] | None = field(default=None, repr=False)
+    """Where the sandbox sends the program's printed output (already bounded by the sandbox)."""
 
 
 @runtime_checkable

@@ -1,0 +1,145 @@
+"""Sandbox admission: how many runs may be in flight, and the runtime-wide tracker that enforces it.
+
+There is one :class:`SandboxSlots` per runtime (not per lease or revision). A run first
+registers as a waiter, then waits for a slot until the earlier of its admission-wait
+deadline and its own deadline; a waiter that expires or is cancelled is removed and
+never starts later. Once admitted, the run's backing work owns its slot until that work
+has really settled, even when the run was reported as stopped before then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import anyio
+
+from .options import MAX_ADMISSION_WAIT_MS, ExecutionOptions, check_int
+from .signals import AbortSignal
+
+__all__ = [
+    "AdmissionPolicy",
+    "BackingWork",
+    "SandboxSlots",
+    "available_cores",
+    "normalize_sandbox_admission_policy",
+]
+
+MIN_DERIVED_CAPACITY = 2
+MAX_DERIVED_CAPACITY = 32
+
+
+@dataclass(frozen=True)
+class AdmissionPolicy:
+    """Resolved admission facts: the slot count and how long a run may queue for one."""
+
+    capacity: int
+    admission_wait_ms: int
+
+
+def available_cores() -> int | None:
+    """The cores this process may run on (affinity-aware), or ``None`` when that cannot be observed."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()
+
+
+def normalize_sandbox_admission_policy(
+    options: ExecutionOptions, available_cores: int | None = None
+) -> AdmissionPolicy:
+    """Validate and resolve the admission options. Reserves nothing and starts nothing.
+
+    An explicit ``sandbox_capacity`` is used as given (not clamped); without one, the
+    capacity is ``available_cores`` clamped to 2..32, or 2 when it is ``None``. Without an
+    ``admission_wait_ms``, a run may queue for its whole ``timeout_ms``.
+    """
+    if options.sandbox_capacity is not None:
+        capacity = check_int("sandbox_capacity", options.sandbox_capacity)
+    elif available_cores is None:
+        capacity = MIN_DERIVED_CAPACITY
+    else:
+        cores = check_int("available_cores", available_cores)
+        capacity = min(max(cores, MIN_DERIVED_CAPACITY), MAX_DERIVED_CAPACITY)
+    if options.admission_wait_ms is not None:
+        wait = check_int("admission_wait_ms", options.admission_wait_ms, maximum=MAX_ADMISSION_WAIT_MS)
+    else:
+        wait = check_int("timeout_ms", options.timeout_ms)
+    return AdmissionPolicy(capacity=capacity, admission_wait_ms=wait)
+
+
+class BackingWork:
+    """A sandbox run that owns a slot until it settles. Its outcome is read after ``settled``."""
+
+    def __init__(self) -> None:
+        self.settled = anyio.Event()
+        self.value: object = None
+        self.error: BaseException | None = None
+
+
+class SandboxSlots:
+    """The runtime-wide admission tracker: bounded slots and the backing work that holds them."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._semaphore = anyio.Semaphore(capacity)
+        # Strong references: the event loop keeps only weak ones to tasks.
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._all_settled = anyio.Event()
+        self._all_settled.set()
+
+    @property
+    def in_flight(self) -> int:
+        """How many admitted runs have not settled yet."""
+        return self.capacity - self._semaphore.value
+
+    async def admit(self, *, until: float, signal: AbortSignal) -> Literal["admitted", "expired", "aborted"]:
+        """Wait for a slot until ``until`` (``anyio.current_time()`` clock) or ``signal`` aborts.
+
+        On ``"admitted"`` the caller owns a slot and must hand it to :meth:`start`.
+        """
+        if signal.aborted:
+            return "aborted"
+        with anyio.CancelScope(deadline=until) as scope:
+            stop_watching = signal.add_listener(lambda _: scope.cancel())
+            try:
+                await self._semaphore.acquire()
+                return "admitted"
+            finally:
+                stop_watching()
+        return "aborted" if signal.aborted else "expired"
+
+    def start(self, run: Callable[[], Awaitable[object]]) -> BackingWork:
+        """Start ``run`` as backing work that owns the slot taken by :meth:`admit` until it settles."""
+        work = BackingWork()
+        if not self._tasks:
+            self._all_settled = anyio.Event()
+        task = asyncio.get_running_loop().create_task(self._own(work, run))
+        self._tasks.add(task)
+        task.add_done_callback(self._forget)
+        return work
+
+    async def _own(self, work: BackingWork, run: Callable[[], Awaitable[object]]) -> None:
+        try:
+            work.value = await run()
+        except Exception as exc:
+            # Recorded, not re-raised: the owner of the run reads it from the work.
+            work.error = exc
+        except BaseException as exc:
+            work.error = exc
+            raise
+        finally:
+            self._semaphore.release()
+            work.settled.set()
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not self._tasks:
+            self._all_settled.set()
+
+    async def wait_settled(self) -> None:
+        """Return once every started run has settled."""
+        while self._tasks:
+            await self._all_settled.wait()

@@ -1,0 +1,49 @@
+"""Host-only execution options. Guests submit only code; nothing here is guest-widenable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MAX_ADMISSION_WAIT_MS", "ExecutionOptions", "check_int"]
+
+MAX_ADMISSION_WAIT_MS = 900_000
+
+
+def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` if it is an int in range, else raise ``ValueError`` naming ``name``."""
+    if type(value) is not int or value < minimum or (maximum is not None and value > maximum):
+        bounds = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
+        raise ValueError(f"{name} must be an int {bounds}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """Limits for each execute, validated when constructed.
+
+    - ``timeout_ms``: the whole run's budget, from the moment execute is called: queueing for
+      a sandbox slot and time spent in host calls count too.
+    - ``abort_grace_ms``: after aborting (deadline or caller), how long to wait for the sandbox
+      to settle before reporting the stop as unacknowledged.
+    - ``max_code_bytes``: the submitted program's size (UTF-8).
+    - ``max_result_bytes``: the compact JSON of the result; a larger result fails, never truncated.
+    - ``sandbox_capacity``: how many sandbox runs may be in flight runtime-wide; ``None`` derives it
+      from the available cores (clamped to 2..32). An explicit value is used as given.
+    - ``admission_wait_ms``: how long a run may queue for a slot (1..900,000); ``None`` means the
+      run's whole ``timeout_ms`` budget. Always bounded by the run's deadline.
+    """
+
+    timeout_ms: int = 180_000
+    abort_grace_ms: int = 2_000
+    max_code_bytes: int = 64 * 1024
+    max_result_bytes: int = 64 * 1024
+    sandbox_capacity: int | None = None
+    admission_wait_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_ms", "abort_grace_ms", "max_code_bytes", "max_result_bytes"):
+            check_int(f"ExecutionOptions.{name}", getattr(self, name))
+        if self.sandbox_capacity is not None:
+            check_int("ExecutionOptions.sandbox_capacity", self.sandbox_capacity)
+        if self.admission_wait_ms is not None:
+            check_int("ExecutionOptions.admission_wait_ms", self.admission_wait_ms, maximum=MAX_ADMISSION_WAIT_MS)
