@@ -8,6 +8,7 @@ BIN := $(VENV)/bin
 
 run: $(VENV)/.run-installed
 	$(BIN)/python examples/quickstart.py
+	$(BIN)/python examples/notes_app.py
 
 test: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

@@ -1,15 +1,14 @@
-"""Quick start without a model: register demo.ping and execute one known binding.
+"""Quick start without a model: register demo.ping and run a one-line program in the Monty sandbox.
 
-`direct_sandbox` ignores the submitted code and calls the binding itself: it is a test
-helper with the host's privileges, not isolation. Prints {"value":"pong"}.
+Prints {"value":"pong"}. The program runs in a real sandbox (a Monty worker process);
+the call to demo.ping crosses back to the host, where its output is encoded.
 """
 
 import anyio
 from pydantic import BaseModel
 
 from mycelium import Module, Runtime, ToolCall, operation
-from mycelium.signals import AbortSignal
-from mycelium.testing import direct_sandbox
+from mycelium.sandbox.monty import MontySandbox
 
 
 class Pong(BaseModel):
@@ -23,20 +22,14 @@ demo = Module(
 )
 
 
-async def call_ping(bindings, signal: AbortSignal):  # type: ignore[no-untyped-def]
-    signal.throw_if_aborted()
-    return await bindings.demo.ping({})
-
-
 async def main() -> None:
-    async with Runtime(modules=[demo], sandbox=direct_sandbox(call_ping)) as runtime, runtime.lease() as lease:
-        prepared = lease.execute_tool.prepare(
-            ToolCall(id="example-execute", name="execute", arguments={"code": "return await demo.ping({})"})
-        )
-        result = await prepared.execute()
-        if result.is_error or result.text != '{"value":"pong"}':
-            raise SystemExit(f"unexpected execute result: {result.text}")
-        print(result.text)
+    async with Runtime(modules=[demo], sandbox=MontySandbox()) as runtime:
+        async with runtime.lease() as lease:
+            call = ToolCall(id="example-execute", name="execute", arguments={"code": "return await demo.ping({})"})
+            result = await lease.execute_tool.prepare(call).execute()
+            if result.is_error or result.text != '{"value":"pong"}':
+                raise SystemExit(f"unexpected execute result: {result.text}")
+            print(result.text)
 
 
 if __name__ == "__main__":
