@@ -251,12 +251,14 @@ class _PrintBuffer:
         self._dropped = 0
 
     def write(self, stream: str, text: str) -> None:
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if self._dropped or self._size + size > self._limit:
-            self._dropped += size
-            return
-        self._parts.append(text)
-        self._size += size
+        data = text.encode("utf-8", "surrogatepass")
+        room = self._limit - self._size
+        if len(data) > room:
+            self._dropped += len(data) - max(room, 0)
+            # Monty hands over output in batches: keep what fits, cut at a character boundary.
+            data = data[: max(room, 0)]
+        self._parts.append(data.decode("utf-8", "ignore"))
+        self._size += len(data)
 
     def lines(self) -> Iterator[str]:
         yield from "".join(self._parts).splitlines()
