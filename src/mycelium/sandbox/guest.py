@@ -5,10 +5,15 @@ them as nested attributes: every first path segment is a top-level name, and the
 tree also hangs under ``env`` (``demo.ping`` and ``env.apps.bazaar.windows.open``).
 An operation takes one positional value (usually a mapping) or keyword arguments,
 not both, and everything it receives must be JSON.
+
+Some transports cannot use dots in a name. :func:`sandbox_provider_operation_name`
+gives them one flat name per (transport alias, relative path), one-to-one, and
+:func:`sandbox_operation_path` reads it back.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Mapping
 from typing import TypeAlias
 
@@ -16,7 +21,16 @@ from ..bindings import BindingCallback
 from ..values import JsonValue, NotJson, check_json
 from . import SandboxRequest
 
-__all__ = ["GuestNamespace", "GuestOperation", "NamespaceTree", "guest_input", "guest_root", "namespace_tree"]
+__all__ = [
+    "GuestNamespace",
+    "GuestOperation",
+    "NamespaceTree",
+    "guest_input",
+    "guest_root",
+    "namespace_tree",
+    "sandbox_operation_path",
+    "sandbox_provider_operation_name",
+]
 
 NamespaceTree: TypeAlias = dict[str, "NamespaceTree | tuple[str, BindingCallback]"]
 """Segment -> subtree, or -> (complete logical path, callback) at a leaf."""
@@ -109,3 +123,85 @@ def _project(tree: NamespaceTree, prefix: tuple[str, ...]) -> dict[str, GuestNam
         else:
             projected[segment] = GuestOperation(*node)
     return projected
+
+
+# Flat operation names. Within a segment an ASCII letter or digit stands for itself,
+# "_" is written "_1", and any other character (or a digit that would start the
+# segment) is written "_u" + 6 lowercase hex digits. Segments are joined by "__".
+# Every "_" inside an encoded segment is followed by "1" or "u", so "__" only ever
+# separates segments, and reading left to right is unambiguous.
+_SEPARATOR = "__"
+_FLAT_NAME = re.compile(r"[A-Za-z0-9_]+")
+_HEX6 = re.compile(r"[0-9a-f]{6}")
+
+
+def sandbox_provider_operation_name(alias: str, path: str) -> str:
+    """The one flat name for operation ``path`` (relative, dotted) of transport ``alias``.
+
+    The name holds only ASCII letters, digits and underscores, is always a Python
+    identifier that is neither a keyword nor starts with ``__``, and is one-to-one:
+    ``("demo", "ping")``, ``("demo_ping", "x")`` and ``("demo", "ping_x")`` all differ.
+    Segments are normally identifiers (possibly non-ASCII), but any non-empty text
+    without a dot is encoded. Raises ``ValueError`` for an empty or dotted alias, or a
+    path with an empty segment. :func:`sandbox_operation_path` is the inverse.
+    """
+    if not isinstance(alias, str) or not alias or "." in alias:
+        raise ValueError(f"a transport alias must be non-empty text without dots, got {_show(alias)}")
+    if not isinstance(path, str) or not all(path.split(".")):
+        raise ValueError(f"an operation path must be dotted non-empty segments, got {_show(path)}")
+    return _SEPARATOR.join(_encode_segment(segment) for segment in (alias, *path.split(".")))
+
+
+def sandbox_operation_path(name: str) -> tuple[str, str]:
+    """The ``(alias, relative dotted path)`` a flat name stands for.
+
+    Raises ``ValueError`` naming ``name`` for anything :func:`sandbox_provider_operation_name`
+    does not produce, including non-canonical spellings of a valid name.
+    """
+    if not isinstance(name, str) or not _FLAT_NAME.fullmatch(name):
+        raise ValueError(f"{_show(name)} is not a flat operation name")
+    segments: list[list[str]] = [[]]
+    index = 0
+    while index < len(name):
+        char = name[index]
+        if char != "_":
+            segments[-1].append(char)
+            index += 1
+            continue
+        marker = name[index + 1 : index + 2]
+        if marker == "1":
+            segments[-1].append("_")
+            index += 2
+        elif marker == "_":
+            segments.append([])
+            index += 2
+        elif marker == "u" and _HEX6.fullmatch(digits := name[index + 2 : index + 8]) and int(digits, 16) <= 0x10FFFF:
+            segments[-1].append(chr(int(digits, 16)))
+            index += 8
+        else:
+            raise ValueError(f"{_show(name)} is not a flat operation name: bad escape at offset {index}")
+    alias, *path = ("".join(chars) for chars in segments)
+    try:
+        canonical = sandbox_provider_operation_name(alias, ".".join(path)) if path else None
+    except ValueError:
+        canonical = None
+    if canonical != name:
+        raise ValueError(f"{_show(name)} is not a flat operation name")
+    return alias, ".".join(path)
+
+
+def _encode_segment(segment: str) -> str:
+    encoded: list[str] = []
+    for index, char in enumerate(segment):
+        if char.isascii() and char.isalnum() and not (index == 0 and char.isdigit()):
+            encoded.append(char)
+        elif char == "_":
+            encoded.append("_1")
+        else:
+            encoded.append(f"_u{ord(char):06x}")
+    return "".join(encoded)
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -29,6 +29,7 @@ import pydantic_monty
 from pydantic_monty import (
     AsyncMonty,
     ExternalModule,
+    Frame,
     MontyConversionError,
     MontyCrashedError,
     MontyError,
@@ -67,7 +68,7 @@ WORKSPACE_PATH = "/workspace"
 _SUSPENSION_SLACK = 1_000
 # Monty's own feed clock is a backstop: the runtime's wall deadline should fire first.
 _FEED_LIMIT_SLACK_SECS = 0.5
-_UNAWAITED = re.compile(r"<coroutine external_future\((\d+)\)>")
+_UNAWAITED = re.compile(r"<coroutine external_future\(\d+\)>")
 _MAX_TEXT = 2_000
 # Closing the pool and letting the loop end at once can abort the interpreter (exit code
 # 134, a library thread calling into Python during shutdown); a short pause avoids it.
@@ -197,9 +198,9 @@ class MontySandbox:
                 limits=limits, external_modules=guest.modules, os_policy={"sleep_system_max": self._sleep_max}
             ) as session:
                 try:
-                    await _until_aborted(session.feed_run(guest.prelude), signal)
                     value = await _until_aborted(
-                        session.feed_run(request.code, print_callback=printed.write, mount=mount), signal
+                        session.feed_run(guest.program(request.code), print_callback=printed.write, mount=mount),
+                        signal,
                     )
                 except MontyError as exc:
                     failure = guest.failure_for(exc)
@@ -298,8 +299,12 @@ class _GuestRun:
         self.calls: list[_Call] = []
         top = {name: self._module(node, name) for name, node in namespace_tree(request).items()}
         self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top))}
-        # Binding the names in the session spares the guest an `import`.
-        self.prelude = "import " + ", ".join(sorted(self.modules))
+        # One line binding the names spares the guest an `import`; reported lines skip it.
+        self._prelude = "import " + ", ".join(sorted(self.modules)) + "\n"
+
+    def program(self, code: str) -> str:
+        """The code as fed to Monty: the prelude line, then the guest's own lines."""
+        return self._prelude + code
 
     def _module(self, node: NamespaceTree | tuple[str, BindingCallback], path: str) -> ExternalModule:
         if not isinstance(node, dict):
@@ -341,22 +346,27 @@ class _GuestRun:
 
     def check_awaited(self, value: object) -> None:
         """Fail the run if its value holds the placeholder of a call that was never awaited."""
-        found = _placeholders(value)
-        if found:
-            names = sorted({self.calls[n].path for n in found if n < len(self.calls)}) or ["an operation"]
+        if _holds_placeholder(value):
             raise SandboxError(
                 GuestException(
                     type_name="TypeError",
-                    message=f"the result uses {', '.join(names)} without awaiting it; write `await` before every "
-                    "operation call",
+                    message=f"the result holds an operation call that was never awaited ({self._called()}); "
+                    "write `await` before every operation call",
                 )
             )
+
+    def _called(self) -> str:
+        # Monty numbers its futures among all suspensions (imports, sleeps), so the
+        # placeholder cannot say which call it was: name the operations this run called.
+        paths = sorted({call.path for call in self.calls})
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        return f"called: {shown}" if paths else "no operation was called"
 
     def failure_for(self, exc: MontyError) -> Exception:
         """The exception that reports a Monty error: a typed failure, or the host's own failure."""
         if isinstance(exc, MontySyntaxError):
             frames = exc.traceback()
-            line = frames[0].line if frames else None
+            line = _guest_line(frames[0].line) if frames else None
             column = frames[0].column if frames else None
             return SandboxError(SyntaxFailure(message=_clip(str(exc.exception())), line=line, column=column))
         if isinstance(exc, MontyCrashedError):
@@ -372,31 +382,45 @@ class _GuestRun:
                 # Our own message, unique by its reference, came back out: nobody handled it.
                 if call.failure is not None and type(inner) is RuntimeError and message == str(call.failure):
                     return call.failure
-            unawaited = [call.path for call in self.calls if call.task is not None and not call.settled.is_set()]
-            if unawaited or "'coroutine'" in message:
-                names = ", ".join(sorted(set(unawaited))) or "an operation"
-                message = f"{message} ({names} was called without `await`; await every operation call)"
+            if "'coroutine'" in message:
+                # The guest used a call's coroutine as if it were its result.
+                message = f"{message} (an operation call was not awaited; {self._called()})"
             return SandboxError(
                 GuestException(
-                    type_name=type(inner).__name__, message=_clip(message), traceback=_clip(exc.display("traceback"))
+                    type_name=type(inner).__name__, message=_clip(message), traceback=_guest_traceback(exc.traceback())
                 )
             )
         return SandboxError(TransportLost())
 
 
-def _placeholders(value: object) -> set[int]:
-    found: set[int] = set()
+def _guest_line(line: int) -> int:
+    return max(1, line - 1)  # the prelude is line 1
+
+
+def _guest_traceback(frames: list[Frame]) -> str:
+    """The guest's frames as a traceback, in the guest's own line numbers."""
+    lines = []
+    for frame in frames[-20:]:
+        where = f"line {_guest_line(frame.line)}" + (f", in {frame.function_name}" if frame.function_name else "")
+        lines.append(f"  {where}: {(frame.source_line or '').strip()}")
+    if len(frames) > 20:
+        lines.insert(0, f"  ... {len(frames) - 20} earlier frames")
+    return _clip("\n".join(lines))
+
+
+def _holds_placeholder(value: object) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            found.update(int(match) for match in _UNAWAITED.findall(item))
+            if _UNAWAITED.search(item):
+                return True
         elif isinstance(item, dict):
             stack.extend(item.values())
             stack.extend(item.keys())
         elif isinstance(item, list | tuple):
             stack.extend(item)
-    return found
+    return False
 
 
 def _clip(text: str) -> str:
