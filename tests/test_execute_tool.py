@@ -273,7 +273,7 @@ async def test_a_foreign_exception_from_the_sandbox_is_unknown_and_its_text_stay
     assert "/etc" not in result.text
 
 
-async def test_an_aborted_caller_signal_reaches_the_sandbox() -> None:
+async def test_a_callers_abort_reaches_the_sandbox_and_a_late_success_is_reported_as_cancelled() -> None:
     from mycelium import AbortController
 
     controller = AbortController()
@@ -285,5 +285,6 @@ async def test_an_aborted_caller_signal_reaches_the_sandbox() -> None:
         return 1
 
     async with Runtime(modules=[PING], sandbox=direct_sandbox(observe)) as runtime, runtime.lease() as lease:
-        await lease.execute_tool.run("1", signal=controller.signal)
+        result = await lease.execute_tool.run("1", signal=controller.signal)
     assert seen == [True]
+    assert result.failure == Cancelled(acknowledged=True)
