@@ -27,7 +27,14 @@ class MyceliumError(Exception):
 
 
 class DefinitionError(MyceliumError, ValueError):
-    """An operation, module or graph was defined wrongly; raised when it is defined or installed."""
+    """An operation, module or graph was defined wrongly; raised when it is defined or installed.
+
+    ``module_id`` names the module at fault when there is one.
+    """
+
+    def __init__(self, message: str, *, module_id: str | None = None) -> None:
+        self.module_id = module_id
+        super().__init__(message)
 
 
 class InvalidInput(MyceliumError, ValueError):

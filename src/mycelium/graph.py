@@ -99,7 +99,7 @@ def build_graph(modules: Sequence[Module], *, revision: int) -> OperationGraph:
         if not isinstance(module, Module):
             raise DefinitionError(f"expected a Module, got {type(module).__name__}")
         if module.id in seen:
-            raise DefinitionError(f"module id {module.id!r} is registered twice")
+            raise DefinitionError(f"module id {module.id!r} is registered twice", module_id=module.id)
         seen.add(module.id)
     # Flatten before allocating so a broken module is reported before anything else.
     leaves = {module.id: flatten_operations(module) for module in modules}

@@ -143,14 +143,17 @@ def flatten_operations(module: Module) -> dict[tuple[str, ...], Operation]:
     leaves: dict[tuple[str, ...], Operation] = {}
     for path, op in _walk(module, (), (module,)):
         if path in leaves:
-            raise DefinitionError(f"module {module.id!r}: operation {'.'.join(path)!r} is registered twice")
+            raise DefinitionError(
+                f"module {module.id!r}: operation {'.'.join(path)!r} is registered twice", module_id=module.id
+            )
         leaves[path] = op
     prefixes = {path[:end] for path in leaves for end in range(1, len(path))}
     for path in sorted(leaves):
         if path in prefixes:
             dotted = ".".join(path)
             raise DefinitionError(
-                f"module {module.id!r}: {dotted!r} is both an operation and a namespace prefix ({dotted}.*)"
+                f"module {module.id!r}: {dotted!r} is both an operation and a namespace prefix ({dotted}.*)",
+                module_id=module.id,
             )
     return leaves
 
@@ -164,11 +167,12 @@ def _walk(
         for segment in segments:
             if not is_identifier(segment):
                 raise DefinitionError(
-                    f"module {root!r}: key {key!r} has segment {segment!r}, which is not an identifier"
+                    f"module {root!r}: key {key!r} has segment {segment!r}, which is not an identifier",
+                    module_id=root,
                 )
         if isinstance(value, Operation):
             yield (*prefix, *segments), value
             continue
         if any(value is ancestor for ancestor in ancestors):
-            raise DefinitionError(f"module {root!r}: child module {value.id!r} contains itself")
+            raise DefinitionError(f"module {root!r}: child module {value.id!r} contains itself", module_id=root)
         yield from _walk(value, (*prefix, *segments, *value.namespace), (*ancestors, value))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
@@ -25,12 +26,13 @@ from .discovery import Catalog
 from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
 from .execute import ExecuteServices, ExecuteTool
 from .failures import FailureEvidence
-from .graph import InstalledOperation, OperationGraph, build_graph
+from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer
 from .modules import Module
 from .options import ExecutionOptions
 from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox
 from .signals import AbortController
+from .sources import Capabilities, CapabilitySource, Revision
 from .values import JsonValue
 
 __all__ = ["Lease", "Runtime"]
@@ -84,6 +86,7 @@ class Runtime:
         self,
         *,
         modules: Sequence[Module] = (),
+        sources: Sequence[CapabilitySource] = (),
         sandbox: Sandbox,
         execution: ExecutionOptions | None = None,
         session: Session | None = None,
@@ -116,8 +119,9 @@ class Runtime:
             on_sandbox_failure=on_sandbox_failure,
         )
         self._invoker = self._services.invoker
-        self._graph = build_graph(list(modules), revision=1)
-        self._catalog = Catalog(self._graph)
+        self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
+        # One catalog per revision, shared by its leases and dropped with the revision's graph.
+        self._catalogs: weakref.WeakKeyDictionary[OperationGraph, Catalog] = weakref.WeakKeyDictionary()
         self._leases = _Holds()
         self._closed = False
         self._announced_limits: set[str] = set()
@@ -141,11 +145,24 @@ class Runtime:
         return self._closed
 
     async def acquire(self) -> Lease:
-        """Capture the current graph revision in a new lease. Release it when the run settles."""
+        """Capture the current graph revision in a new lease. Release it when the run settles.
+
+        With sources, this acquires every source whose snapshot is missing or stale (in id
+        order) and builds a new revision; if that fails, what was acquired is released
+        and :class:`MyceliumSourceError` is raised. Cancelling it aborts the sources' signal.
+        """
         if self._closed:
             raise RuntimeClosed("the runtime is closed; it hands out no more leases")
         self._leases.acquire()
-        return Lease(self, self._graph, self._catalog)
+        try:
+            revision = await self._capabilities.capture()
+        except BaseException:
+            self._leases.release()
+            raise
+        catalog = self._catalogs.get(revision.graph)
+        if catalog is None:
+            catalog = self._catalogs[revision.graph] = Catalog(revision.graph)
+        return Lease(self, revision, catalog)
 
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[Lease]:
@@ -165,10 +182,13 @@ class Runtime:
         ``context`` supplies the caller's identity; ordinal and tool call id may stay ``None``.
         Raises :class:`InvalidInput`, :class:`OperationFailed` or :class:`UnknownOperation`.
         """
-        if self._closed:
-            raise RuntimeClosed("the runtime is closed")
-        target = self._find(module_id, path)
-        context = context or CallContext()
+        async with self.lease() as lease:
+            return await self._invoke(lease.graph, module_id, path, input, context or CallContext())
+
+    async def _invoke(
+        self, graph: OperationGraph, module_id: str, path: str, input: object, context: CallContext
+    ) -> JsonValue:
+        target = _find(graph, module_id, path)
         invocation = InvocationContext(
             execution_id=context.execution_id or f"exec-{uuid.uuid4().hex}",
             tool_call_id=context.tool_call_id,
@@ -179,15 +199,6 @@ class Runtime:
             signal=context.signal or AbortController().signal,
         )
         return await self._invoker.invoke(target, {} if input is None else input, invocation)
-
-    def _find(self, module_id: str, path: str) -> InstalledOperation:
-        module = self._graph.module(module_id)
-        if module is None:
-            raise UnknownOperation(f"no module has id {module_id!r}")
-        target = module.operations.get(path)
-        if target is None:
-            raise UnknownOperation(f"module {module_id!r} has no operation {path!r}")
-        return target
 
     async def close(self) -> None:
         """Stop handing out leases, wait until every held lease is released, then clean up.
@@ -200,6 +211,12 @@ class Runtime:
         self._closed = True
         await self._leases.wait_idle()
         await self._services.slots.wait_settled()
+        try:
+            await self._capabilities.close()
+        finally:
+            await self._close_sandbox()
+
+    async def _close_sandbox(self) -> None:
         closer = getattr(self.sandbox, "aclose", None)
         if closer is not None:
             outcome = closer()
@@ -215,6 +232,16 @@ class Runtime:
         await self.close()
 
 
+def _find(graph: OperationGraph, module_id: str, path: str) -> InstalledOperation:
+    module = graph.module(module_id)
+    if module is None:
+        raise UnknownOperation(f"no module has id {module_id!r}")
+    target = module.operations.get(path)
+    if target is None:
+        raise UnknownOperation(f"module {module_id!r} has no operation {path!r}")
+    return target
+
+
 class Lease:
     """One captured graph revision, held for a run. Get it from :meth:`Runtime.acquire`.
 
@@ -222,9 +249,13 @@ class Lease:
     lease's whole life. After :meth:`release`, using it raises :class:`LeaseReleased`.
     """
 
-    def __init__(self, runtime: Runtime, graph: OperationGraph, catalog: Catalog) -> None:
+    def __init__(self, runtime: Runtime, revision: Revision, catalog: Catalog) -> None:
         self._runtime = runtime
-        self.revision = graph.revision
+        self._revision = revision
+        self.graph = revision.graph
+        """The captured operation graph (host-side; models see the catalog)."""
+        self.revision = revision.number
+        graph = revision.graph
         self._catalog = catalog
         self._released = False
         self._runs = _Holds()
@@ -248,12 +279,17 @@ class Lease:
         return self._execute_tool
 
     async def release(self) -> None:
-        """Release the lease. Idempotent; waits for executes already running on it to settle."""
+        """Release the lease. Idempotent; waits for executes already running on it to settle.
+
+        Releasing the last lease of a stale revision releases the snapshots only it used;
+        a failure there is raised here (:class:`MyceliumSourceError`, phase ``"release"``).
+        """
         if self._released:
             return
         self._released = True
         try:
             await self._runs.wait_idle()
+            await self._runtime._capabilities.release(self._revision)
         finally:
             self._runtime._leases.release()
 
