@@ -25,14 +25,18 @@ from .operations import Operation, operation
 from .options import ExecutionOptions
 from .runtime import Lease, Runtime
 from .signals import AbortController, AbortError, AbortSignal
+from .sources import AcquireContext, Acquired, CapabilitySource, MyceliumSourceError, source
 from .values import JsonValue
 
 __all__ = [
     "AbortController",
     "AbortError",
     "AbortSignal",
+    "AcquireContext",
+    "Acquired",
     "AdmissionPolicy",
     "CallContext",
+    "CapabilitySource",
     "Catalog",
     "CatalogEntry",
     "DefinitionError",
@@ -49,6 +53,7 @@ __all__ = [
     "MissingExecuteIdentity",
     "Module",
     "MyceliumError",
+    "MyceliumSourceError",
     "Operation",
     "OperationError",
     "OperationFailed",
@@ -63,4 +68,5 @@ __all__ = [
     "UnknownOperation",
     "normalize_sandbox_admission_policy",
     "operation",
+    "source",
 ]

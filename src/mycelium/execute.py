@@ -50,6 +50,7 @@ __all__ = [
     "ToolCall",
     "ToolDefinition",
     "ToolResult",
+    "execute_definition",
 ]
 
 logger = logging.getLogger("mycelium")
@@ -178,7 +179,7 @@ class ExecuteTool:
         self,
         *,
         graph: OperationGraph,
-        catalog: Catalog,
+        definition: ToolDefinition,
         services: ExecuteServices,
         hold: Callable[[], AbstractContextManager[None]],
     ) -> None:
@@ -186,9 +187,7 @@ class ExecuteTool:
         self._services = services
         self._options = services.options
         self._hold = hold
-        self.definition = ToolDefinition(
-            name="execute", description=execute_description(catalog), input_schema=EXECUTE_INPUT_SCHEMA
-        )
+        self.definition = definition
 
     def prepare(self, call: ToolCall) -> PreparedExecute:
         """Validate a tool call's arguments. Bad arguments give a call whose result is ``invalid-arguments``."""
@@ -365,6 +364,11 @@ class ExecuteTool:
 
 class _BadArguments(Exception):
     pass
+
+
+def execute_definition(catalog: Catalog) -> ToolDefinition:
+    """The ``execute`` tool as a model sees it, for the revision ``catalog`` describes."""
+    return ToolDefinition(name="execute", description=execute_description(catalog), input_schema=EXECUTE_INPUT_SCHEMA)
 
 
 def execute_description(catalog: Catalog, max_chars: int = _MAX_DESCRIPTION_CHARS) -> str:

@@ -24,7 +24,7 @@ from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
 from .discovery import Catalog
 from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
-from .execute import ExecuteServices, ExecuteTool
+from .execute import ExecuteServices, ExecuteTool, ToolDefinition, execute_definition
 from .failures import FailureEvidence
 from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer
@@ -120,8 +120,10 @@ class Runtime:
         )
         self._invoker = self._services.invoker
         self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
-        # One catalog per revision, shared by its leases and dropped with the revision's graph.
-        self._catalogs: weakref.WeakKeyDictionary[OperationGraph, Catalog] = weakref.WeakKeyDictionary()
+        # Built once per revision, shared by its leases and dropped with the revision's graph.
+        self._views: weakref.WeakKeyDictionary[OperationGraph, tuple[Catalog, ToolDefinition]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._leases = _Holds()
         self._closed = False
         self._announced_limits: set[str] = set()
@@ -159,10 +161,11 @@ class Runtime:
         except BaseException:
             self._leases.release()
             raise
-        catalog = self._catalogs.get(revision.graph)
-        if catalog is None:
-            catalog = self._catalogs[revision.graph] = Catalog(revision.graph)
-        return Lease(self, revision, catalog)
+        view = self._views.get(revision.graph)
+        if view is None:
+            catalog = Catalog(revision.graph)
+            view = self._views[revision.graph] = (catalog, execute_definition(catalog))
+        return Lease(self, revision, *view)
 
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[Lease]:
@@ -249,17 +252,18 @@ class Lease:
     lease's whole life. After :meth:`release`, using it raises :class:`LeaseReleased`.
     """
 
-    def __init__(self, runtime: Runtime, revision: Revision, catalog: Catalog) -> None:
+    def __init__(self, runtime: Runtime, revision: Revision, catalog: Catalog, definition: ToolDefinition) -> None:
         self._runtime = runtime
         self._revision = revision
         self.graph = revision.graph
         """The captured operation graph (host-side; models see the catalog)."""
         self.revision = revision.number
-        graph = revision.graph
         self._catalog = catalog
         self._released = False
         self._runs = _Holds()
-        self._execute_tool = ExecuteTool(graph=graph, catalog=catalog, services=runtime._services, hold=self._hold)
+        self._execute_tool = ExecuteTool(
+            graph=revision.graph, definition=definition, services=runtime._services, hold=self._hold
+        )
 
     @property
     def released(self) -> bool:
