@@ -44,3 +44,22 @@ async def test_closing_the_runtime_lets_the_interpreter_exit_cleanly_every_time(
         for _ in range(8):
             tg.start_soon(once)
     assert results == [0] * 8
+
+
+def test_computer_source_example_keeps_computer_a_for_the_first_lease() -> None:
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / "computer_source.py")], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines() == [
+        "acquired Computer A",
+        'L1 revision 1: {"computer":"Computer A"}',
+        "host switches to Computer B",
+        "acquired Computer B",
+        'L2 revision 2: {"computer":"Computer B"}',
+        'L1 revision 1: {"computer":"Computer A"}',
+        "releasing L1",
+        "released Computer A",
+        "released Computer B",
+        "runtime closed",
+    ]
