@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from .access import AccessGate, AccessRefusal
 from .context import InvocationContext
 from .errors import InvalidInput, OperationFailed, new_reference
 from .graph import InstalledModule, InstalledOperation, OperationGraph
@@ -35,7 +36,7 @@ __all__ = [
 
 logger = logging.getLogger("mycelium")
 
-Stage: TypeAlias = Literal["decode", "execute", "encode"]
+Stage: TypeAlias = Literal["access", "decode", "execute", "encode"]
 
 BindingCallback: TypeAlias = Callable[[JsonValue], Awaitable[JsonValue]]
 """An admitted operation as a sandbox sees it: call it with one JSON input, await the JSON output.
@@ -55,7 +56,8 @@ class OperationError:
     operation: str
     path: str
     stage: Stage
-    """Where it failed: a decoder that raised (not a validation error), the function, or the output."""
+    """Where it failed: the access gate's host callbacks, a decoder that raised (not a validation
+    error), the function, or the output."""
     exception: BaseException = field(repr=False)
     context: InvocationContext = field(repr=False)
 
@@ -67,18 +69,27 @@ OperationErrorHandler: TypeAlias = Callable[[OperationError], object]
 class Invoker:
     """Runs one operation call through the checks every call gets."""
 
-    def __init__(self, on_operation_error: OperationErrorHandler | None = None) -> None:
+    def __init__(self, gate: AccessGate, on_operation_error: OperationErrorHandler | None = None) -> None:
+        self._gate = gate
         self._on_operation_error = on_operation_error
 
-    async def invoke(self, target: InstalledOperation, raw: object, context: InvocationContext) -> JsonValue:
-        """Decode ``raw``, run the operation, encode its result.
+    async def invoke(
+        self, target: InstalledOperation, raw: object, context: InvocationContext
+    ) -> JsonValue | AccessRefusal:
+        """Check access, decode ``raw``, run the operation, encode its result.
 
-        Raises :class:`InvalidInput` when ``raw`` breaks the input schema and
-        :class:`OperationFailed` for any host failure; neither carries host detail.
+        Returns an :class:`AccessRefusal` when the host's access decisions refuse the call
+        (nothing was decoded or run). Raises :class:`InvalidInput` when ``raw`` breaks the
+        input schema and :class:`OperationFailed` for any host failure; neither carries
+        host detail.
         """
         op = target.operation
-        stage: Stage = "decode"
+        stage: Stage = "access"
         try:
+            refusal = await self._gate.check(target, context, raw)
+            if refusal is not None:
+                return refusal
+            stage = "decode"
             decoded = op.decode_input(raw)
             stage = "execute"
             result = await op.call(decoded, context)
@@ -166,7 +177,15 @@ class Execution:
             operation=target.relative,
             signal=self.signal,
         )
-        return self._invoker.invoke(target, raw, context)
+        return _guest_form(self._invoker.invoke(target, raw, context))
+
+
+async def _guest_form(call: Awaitable[JsonValue | AccessRefusal]) -> JsonValue:
+    """What a guest receives: a refusal is an ordinary value, in its JSON form."""
+    outcome = await call
+    if isinstance(outcome, AccessRefusal):
+        return outcome.to_json()  # type: ignore[return-value]  # to_json builds only JSON values
+    return outcome
 
 
 class _GraphBindings(Mapping[str, Mapping[str, BindingCallback]]):

@@ -50,6 +50,7 @@ __all__ = [
     "ToolCall",
     "ToolDefinition",
     "ToolResult",
+    "bounded_json",
     "execute_definition",
 ]
 
@@ -240,7 +241,8 @@ class ExecuteTool:
             try:
                 value = await self._supervise(code, execution_id, attempt, controller)
             except _Stopped as stopped:
-                return await self._fail(attempt, stopped.failure, stopped.cause)
+                with anyio.CancelScope(shield=True):  # report what was decided even if cancelled now
+                    return await self._fail(attempt, stopped.failure, stopped.cause)
             except Exception as exc:
                 return await self._fail(attempt, failure_from_exception(exc), exc)
             finally:
@@ -258,39 +260,11 @@ class ExecuteTool:
         waiting for the sandbox to settle; if it does not, the stop is unacknowledged and the
         backing work keeps its slot until it settles.
         """
-        services, options = self._services, self._options
-        deadline = attempt.started + options.timeout_ms / 1000
-        if controller.signal.aborted:
-            raise _Stopped(Cancelled(acknowledged=True))  # before dispatch: nothing started
-        wait_until = min(attempt.started + services.policy.admission_wait_ms / 1000, deadline)
-        admission = await services.slots.admit(until=wait_until, signal=controller.signal)
-        if admission == "aborted":
-            raise _Stopped(Cancelled(acknowledged=True))
-        if admission == "expired":
-            if wait_until < deadline:
-                waited_ms = round((anyio.current_time() - attempt.started) * 1000)
-                raise _Stopped(SandboxBusy(capacity=services.slots.capacity, waited_ms=waited_ms))
-            raise _Stopped(DeadlineExceeded(timeout_ms=options.timeout_ms, acknowledged=True))
-        execution = Execution(
-            self._graph,
-            services.invoker,
-            execution_id=execution_id,
-            tool_call_id=attempt.tool_call_id,
-            session_id=services.session_id,
-            signal=controller.signal,
-        )
-        request = SandboxRequest(
-            execution_id=execution.execution_id,
-            code=code,
-            timeout_ms=max(1, round((deadline - anyio.current_time()) * 1000)),
-            bindings=execution.bindings,
-            namespace_paths={module.transport: module.path for module in self._graph.modules},
-            modules={module.transport: module.id for module in self._graph.modules},
-            session_id=services.session_id,
-            on_log=attempt.logs.append,
-        )
-        work = services.slots.start(lambda: services.sandbox.execute(request, controller.signal))
+        deadline = attempt.started + self._options.timeout_ms / 1000
+        work: BackingWork | None = None
         try:
+            await self._wait_for_slot(attempt, controller, deadline)
+            work = self._dispatch(code, execution_id, attempt, controller, deadline)
             with anyio.CancelScope(deadline=deadline) as scope:
                 stop_watching = controller.signal.add_listener(lambda _: scope.cancel())
                 try:
@@ -301,22 +275,63 @@ class ExecuteTool:
             # The task awaiting us was cancelled: that is the caller's cancellation too.
             controller.abort(_CALLER)
             with anyio.CancelScope(shield=True):
-                acknowledged = await self._grace(work)
+                acknowledged = work is None or await self._grace(work)
                 await self._fail(attempt, Cancelled(acknowledged=acknowledged), None)
             raise
         if controller.signal.aborted or not work.settled.is_set():
             # Whoever aborted first decides: a late success after a caller's abort is still cancelled.
             by_caller = not controller.abort(_DEADLINE) and controller.signal.reason == _CALLER
-            acknowledged = await self._grace(work)
+            with anyio.CancelScope(shield=True):  # the outcome is decided; finish deciding it
+                acknowledged = await self._grace(work)
             if by_caller:
                 raise _Stopped(Cancelled(acknowledged=acknowledged))
-            raise _Stopped(DeadlineExceeded(timeout_ms=options.timeout_ms, acknowledged=acknowledged))
+            raise _Stopped(DeadlineExceeded(timeout_ms=self._options.timeout_ms, acknowledged=acknowledged))
         if isinstance(work.error, Exception):
             raise work.error
         if work.error is not None:
             # An adapter's own cancellation or exit is not the caller's: it is foreign.
             raise _Stopped(Unknown(), cause=work.error)
         return work.value
+
+    async def _wait_for_slot(self, attempt: _Attempt, controller: AbortController, deadline: float) -> None:
+        """Queue for a sandbox slot; raise the failure when none opens in time. Nothing has run yet."""
+        services = self._services
+        if controller.signal.aborted:
+            raise _Stopped(Cancelled(acknowledged=True))  # before dispatch: nothing starts
+        wait_until = min(attempt.started + services.policy.admission_wait_ms / 1000, deadline)
+        admission = await services.slots.admit(until=wait_until, signal=controller.signal)
+        if admission == "aborted":
+            raise _Stopped(Cancelled(acknowledged=True))
+        if admission == "expired":
+            if wait_until < deadline:
+                waited_ms = round((anyio.current_time() - attempt.started) * 1000)
+                raise _Stopped(SandboxBusy(capacity=services.slots.capacity, waited_ms=waited_ms))
+            raise _Stopped(DeadlineExceeded(timeout_ms=self._options.timeout_ms, acknowledged=True))
+
+    def _dispatch(
+        self, code: str, execution_id: str, attempt: _Attempt, controller: AbortController, deadline: float
+    ) -> BackingWork:
+        """Start the program in the slot just admitted; the work owns the slot until it settles."""
+        services = self._services
+        execution = Execution(
+            self._graph,
+            services.invoker,
+            execution_id=execution_id,
+            tool_call_id=attempt.tool_call_id,
+            session_id=services.session_id,
+            signal=controller.signal,
+        )
+        request = SandboxRequest(
+            execution_id=execution_id,
+            code=code,
+            timeout_ms=max(1, round((deadline - anyio.current_time()) * 1000)),
+            bindings=execution.bindings,
+            namespace_paths={module.transport: module.path for module in self._graph.modules},
+            modules={module.transport: module.id for module in self._graph.modules},
+            session_id=services.session_id,
+            on_log=attempt.logs.append,
+        )
+        return services.slots.start(lambda: services.sandbox.execute(request, controller.signal))
 
     async def _grace(self, work: BackingWork) -> bool:
         """Wait up to ``abort_grace_ms`` for aborted work to settle; whether it did."""
@@ -325,15 +340,9 @@ class ExecuteTool:
         return work.settled.is_set()
 
     async def _admit(self, value: object, attempt: _Attempt) -> ToolResult:
-        """Admit the program's value only as bounded JSON; nothing is truncated."""
-        try:
-            check_json(value)
-        except NotJson as exc:
-            return await self._fail(attempt, InvalidResult(reason=str(exc)), None)
-        text = dumps_compact(value)  # type: ignore[arg-type]  # check_json proved it is JSON
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > self._options.max_result_bytes:
-            return await self._fail(attempt, ResultTooLarge(size=size, limit=self._options.max_result_bytes), None)
+        text = bounded_json(value, self._options.max_result_bytes)
+        if not isinstance(text, str):
+            return await self._fail(attempt, text, None)
         return ToolResult(text=text, is_error=False, value=value, logs=tuple(attempt.logs))  # type: ignore[arg-type]
 
     async def _fail(self, attempt: _Attempt, failure: Failure, cause: BaseException | None) -> ToolResult:
@@ -360,6 +369,19 @@ class ExecuteTool:
         )
         await notify(services.on_sandbox_failure, evidence, name="on_sandbox_failure")
         return result
+
+
+def bounded_json(value: object, limit: int) -> str | InvalidResult | ResultTooLarge:
+    """The compact JSON text of ``value``, or the failure that keeps it out. Nothing is truncated."""
+    try:
+        check_json(value)
+    except NotJson as exc:
+        return InvalidResult(reason=str(exc))
+    text = dumps_compact(value)  # type: ignore[arg-type]  # check_json proved it is JSON
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        return ResultTooLarge(size=size, limit=limit)
+    return text
 
 
 class _BadArguments(Exception):

@@ -168,7 +168,7 @@ class FailureEvidence:
     """Also in the model's message, so a report can be matched to this evidence."""
     failure: Failure
     execution_id: str | None
-    """``None`` when nothing ran (invalid arguments)."""
+    """``None`` when the arguments were refused; set for every attempt past that, run or not."""
     session_id: str | None
     tool_call_id: str | None
     adapter: str

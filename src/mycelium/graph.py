@@ -38,6 +38,8 @@ class InstalledModule:
     transport: str
     """A flat, graph-unique key for sandbox transports; host-only, never shown to a model."""
     description: str | None
+    grant_key: str
+    """The key the access gate looks the grant up under: the id, unless ``grant_as`` widened it."""
     operations: Mapping[str, InstalledOperation] = field(repr=False)
     """Operations by relative dotted path, sorted."""
 
@@ -115,6 +117,7 @@ def build_graph(modules: Sequence[Module], *, revision: int) -> OperationGraph:
             path=path,
             transport=transports[module.id],
             description=module.description,
+            grant_key=module.grant_key or module.id,
             operations=MappingProxyType(table),
         )
         for relative in sorted(leaves[module.id]):

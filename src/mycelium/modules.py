@@ -86,6 +86,8 @@ class Module:
         if description is not None and not isinstance(description, str):
             raise DefinitionError(f"module {id!r}: description must be a string, got {description!r}")
         self.description = description
+        self.grant_key: str | None = None
+        """Look this module's grant up under another key (see ``mycelium.grant_as``); ``None``: its id."""
         self._operations: dict[str, Operation | Module] = {}
         for key, value in (operations or {}).items():
             self.add(key, value)

@@ -19,6 +19,7 @@ from typing import Self
 
 import anyio
 
+from .access import Access, AccessGate, AccessRefusal
 from .admission import AdmissionPolicy, SandboxSlots, available_cores, normalize_sandbox_admission_policy
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
@@ -90,6 +91,7 @@ class Runtime:
         sandbox: Sandbox,
         execution: ExecutionOptions | None = None,
         session: Session | None = None,
+        access: Access | None = None,
         on_operation_error: OperationErrorHandler | None = None,
         on_sandbox_failure: Observer[FailureEvidence] | None = None,
     ) -> None:
@@ -102,6 +104,8 @@ class Runtime:
         for name, hook in (("on_operation_error", on_operation_error), ("on_sandbox_failure", on_sandbox_failure)):
             if hook is not None and not callable(hook):
                 raise ValueError(f"{name} must be callable")
+        if access is not None and not isinstance(access, Access):
+            raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
         if isinstance(modules, Module) or not isinstance(modules, Sequence):
             raise ValueError("modules must be a sequence of Module")
         self.sandbox = sandbox
@@ -111,7 +115,8 @@ class Runtime:
         policy = normalize_sandbox_admission_policy(self.options, available_cores())
         self._services = ExecuteServices(
             sandbox=sandbox,
-            invoker=Invoker(on_operation_error),
+            # Always gated: without an Access, a confirm=True operation is still refused, never run unasked.
+            invoker=Invoker(AccessGate(access or Access()), on_operation_error),
             options=self.options,
             policy=policy,
             slots=SandboxSlots(policy.capacity),
@@ -136,10 +141,14 @@ class Runtime:
 
     def _announce_unenforced_limits(self, sandbox: Sandbox) -> None:
         # A fact about where the host runs the sandbox, said once per runtime; it enforces nothing.
-        for limit in sorted(set(getattr(sandbox, "unenforced_limits", ()))):
+        declared = getattr(sandbox, "unenforced_limits", ())
+        if isinstance(declared, str) or not all(limit in UNENFORCED_LIMIT_NOTICES for limit in declared):
+            known = sorted(UNENFORCED_LIMIT_NOTICES)
+            raise ValueError(f"sandbox.unenforced_limits must be a collection of {known}, got {declared!r}")
+        for limit in sorted(set(declared)):
             if limit not in self._announced_limits:
                 self._announced_limits.add(limit)
-                logger.warning(UNENFORCED_LIMIT_NOTICES.get(limit, f"{limit} limits are not enforced"))
+                logger.warning(UNENFORCED_LIMIT_NOTICES[limit])
 
     @property
     def closed(self) -> bool:
@@ -178,11 +187,12 @@ class Runtime:
 
     async def invoke(
         self, module_id: str, path: str, input: object = None, *, context: CallContext | None = None
-    ) -> JsonValue:
+    ) -> JsonValue | AccessRefusal:
         """Run one operation directly, outside any execute, through the same checks as a guest call.
 
         ``path`` is relative to the module (``windows.open``). ``input`` defaults to ``{}``.
         ``context`` supplies the caller's identity; ordinal and tool call id may stay ``None``.
+        Returns the encoded output, or the :class:`AccessRefusal` when access refused the call.
         Raises :class:`InvalidInput`, :class:`OperationFailed` or :class:`UnknownOperation`.
         """
         async with self.lease() as lease:
@@ -190,7 +200,7 @@ class Runtime:
 
     async def _invoke(
         self, graph: OperationGraph, module_id: str, path: str, input: object, context: CallContext
-    ) -> JsonValue:
+    ) -> JsonValue | AccessRefusal:
         target = _find(graph, module_id, path)
         invocation = InvocationContext(
             execution_id=context.execution_id or f"exec-{uuid.uuid4().hex}",

@@ -1,0 +1,210 @@
+"""Access: the host's grants and a person's confirmation, checked before every operation call.
+
+Operation authors label what an operation does (``access="read"`` observes,
+``access="write"`` or no label changes something; ``confirm=True`` asks a person first).
+Hosts pass their decisions down as data in :class:`Access`:
+
+- ``grants``: module id (or its :func:`grant_as` key) -> ``"write"`` (every operation),
+  ``"read"`` (read operations only) or ``"none"``. A key the host does not name keeps full
+  access, so a host that grants nothing writes no permission code.
+- ``session_grants``: read at **every call**; its keys override ``grants`` key by key, so a
+  revoked grant applies to the very next call, even inside a running execute.
+- ``required``: keys that fail closed: when nothing names one, it is ``"none"``.
+- ``confirm``: how the host asks a person. Without it, a ``confirm=True`` operation is
+  refused, never run unasked.
+- ``on_refused``: observes each refusal; it never changes the decision.
+
+The grant is checked first, then the person, both before the input is decoded. A refused
+call returns an :class:`AccessRefusal` as its ordinary result (a guest gets its JSON form)
+and nothing of the operation runs. A refusal still uses up its ordinal: the call happened.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from .context import InvocationContext
+from .graph import InstalledOperation
+from .hooks import Observer, notify
+from .modules import Module, check_id
+from .operations import AccessLabel
+
+__all__ = [
+    "Access",
+    "AccessGate",
+    "AccessRefusal",
+    "ConfirmRequest",
+    "Grant",
+    "RefusalReason",
+    "RefusedCall",
+    "grant_as",
+]
+
+Grant: TypeAlias = Literal["write", "read", "none"]
+RefusalReason: TypeAlias = Literal[
+    "not-granted", "read-only-grant", "confirmation-unavailable", "confirmation-declined"
+]
+SessionGrants: TypeAlias = Callable[[], "Mapping[str, Grant] | Awaitable[Mapping[str, Grant]]"]
+
+_GRANTS: frozenset[str] = frozenset({"write", "read", "none"})
+
+_MESSAGES: dict[RefusalReason, str] = {
+    "not-granted": "{path} is not available in this session. Do not retry it; tell the user it needs access.",
+    "read-only-grant": "{path} changes something, and this session may only read {owner}. "
+    "Use read operations, or tell the user it needs write access.",
+    "confirmation-unavailable": "{path} needs a person to confirm each call, and nobody can be asked here. "
+    "Tell the user instead of retrying.",
+    "confirmation-declined": "The person declined {path}. Do not retry it unless they ask you to.",
+}
+
+
+@dataclass(frozen=True)
+class AccessRefusal:
+    """A call the host's access decisions refused. It is a result, not an exception."""
+
+    module: str
+    """The module id whose operation was refused."""
+    operation: str
+    """The operation's path relative to its module."""
+    reason: RefusalReason
+    message: str
+    """Plain words a model can act on."""
+
+    def to_json(self) -> dict[str, object]:
+        """The form a guest program receives."""
+        return {
+            "refused": True,
+            "module": self.module,
+            "operation": self.operation,
+            "reason": self.reason,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class ConfirmRequest:
+    """What a person is asked to confirm: which operation, by whom, and the raw arguments to show."""
+
+    module_id: str
+    module_name: str
+    operation: str
+    path: str
+    access: AccessLabel
+    session_id: str | None
+    execution_id: str
+    tool_call_id: str | None
+    operation_ordinal: int | None
+    arguments: object
+    """The arguments as the caller sent them, not yet decoded: for display only."""
+
+
+@dataclass(frozen=True)
+class RefusedCall:
+    """What ``on_refused`` observes: the refusal and the call it refused."""
+
+    refusal: AccessRefusal
+    context: InvocationContext = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Access:
+    """The host's access decisions. See the module docstring for each field."""
+
+    grants: Mapping[str, Grant] = field(default_factory=dict)
+    session_grants: SessionGrants | None = None
+    required: Collection[str] = ()
+    confirm: Callable[[ConfirmRequest], Awaitable[bool]] | None = None
+    on_refused: Observer[RefusedCall] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.grants, Mapping):
+            raise ValueError("Access.grants must be a mapping of module id to 'write', 'read' or 'none'")
+        for key, grant in self.grants.items():
+            if grant not in _GRANTS:
+                raise ValueError(f"Access.grants[{key!r}] must be 'write', 'read' or 'none', got {grant!r}")
+        if isinstance(self.required, str) or not isinstance(self.required, Collection):
+            raise ValueError("Access.required must be a collection of module ids")
+        for name in ("session_grants", "confirm", "on_refused"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise ValueError(f"Access.{name} must be callable")
+        object.__setattr__(self, "grants", dict(self.grants))
+        object.__setattr__(self, "required", frozenset(self.required))
+
+
+def grant_as(module: Module, key: str) -> Module:
+    """Look ``module``'s grant up under ``key`` (a wider owner, such as the extension that built it).
+
+    Returns the same module, so it can wrap a registration: ``modules=[grant_as(m, "ext-1")]``.
+    """
+    module.grant_key = check_id("grant", key)
+    return module
+
+
+class AccessGate:
+    """Decides, call by call, whether an operation may run."""
+
+    def __init__(self, access: Access) -> None:
+        self._access = access
+
+    async def check(self, target: InstalledOperation, context: InvocationContext, raw: object) -> AccessRefusal | None:
+        """``None`` when the call may proceed, else the refusal (already reported to ``on_refused``).
+
+        An exception from ``session_grants`` or ``confirm`` propagates: it is a host failure.
+        """
+        op = target.operation
+        reason = _grant_refusal(await self._grant(target.module.grant_key), op.access)
+        if reason is None and op.confirm:
+            reason = await self._ask(target, context, raw)
+        if reason is None:
+            return None
+        refusal = AccessRefusal(
+            module=target.module.id,
+            operation=target.relative,
+            reason=reason,
+            message=_MESSAGES[reason].format(path=target.path, owner=".".join(target.module.path)),
+        )
+        await notify(self._access.on_refused, RefusedCall(refusal, context), name="on_refused")
+        return refusal
+
+    async def _grant(self, key: str) -> Grant:
+        access = self._access
+        if access.session_grants is not None:
+            stored = access.session_grants()
+            if inspect.isawaitable(stored):
+                stored = await stored
+            if key in stored:
+                grant = stored[key]
+                # A malformed stored grant fails closed.
+                return grant if grant in _GRANTS else "none"
+        if key in access.grants:
+            return access.grants[key]
+        return "none" if key in access.required else "write"
+
+    async def _ask(self, target: InstalledOperation, context: InvocationContext, raw: object) -> RefusalReason | None:
+        if self._access.confirm is None:
+            return "confirmation-unavailable"
+        request = ConfirmRequest(
+            module_id=target.module.id,
+            module_name=target.module.alias,
+            operation=target.relative,
+            path=target.path,
+            access=target.operation.access,
+            session_id=context.session_id,
+            execution_id=context.execution_id,
+            tool_call_id=context.tool_call_id,
+            operation_ordinal=context.operation_ordinal,
+            arguments=raw,
+        )
+        approved = await self._access.confirm(request)
+        return None if approved is True else "confirmation-declined"
+
+
+def _grant_refusal(grant: Grant, label: AccessLabel) -> RefusalReason | None:
+    if grant == "none":
+        return "not-granted"
+    if grant == "read" and label == "write":
+        return "read-only-grant"
+    return None
