@@ -4,6 +4,7 @@ The public surface is re-exported here; nothing inside the package imports from 
 module.
 """
 
+from .access import Access, AccessRefusal, ConfirmRequest, RefusedCall, grant_as
 from .admission import AdmissionPolicy, normalize_sandbox_admission_policy
 from .bindings import OperationError
 from .context import CallContext, ExecuteIdentity, InvocationContext, Session
@@ -26,12 +27,15 @@ from .options import ExecutionOptions
 from .runtime import Lease, Runtime
 from .signals import AbortController, AbortError, AbortSignal
 from .sources import AcquireContext, Acquired, CapabilitySource, MyceliumSourceError, source
+from .tools import DirectTool, GatedTool, direct_tool
 from .values import JsonValue
 
 __all__ = [
     "AbortController",
     "AbortError",
     "AbortSignal",
+    "Access",
+    "AccessRefusal",
     "AcquireContext",
     "Acquired",
     "AdmissionPolicy",
@@ -39,12 +43,15 @@ __all__ = [
     "CapabilitySource",
     "Catalog",
     "CatalogEntry",
+    "ConfirmRequest",
     "DefinitionError",
+    "DirectTool",
     "ExecuteIdentity",
     "ExecuteTool",
     "ExecutionOptions",
     "Failure",
     "FailureEvidence",
+    "GatedTool",
     "InvalidInput",
     "InvocationContext",
     "JsonValue",
@@ -58,6 +65,7 @@ __all__ = [
     "OperationError",
     "OperationFailed",
     "PreparedExecute",
+    "RefusedCall",
     "Runtime",
     "RuntimeClosed",
     "SandboxError",
@@ -66,6 +74,8 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "UnknownOperation",
+    "direct_tool",
+    "grant_as",
     "normalize_sandbox_admission_policy",
     "operation",
     "source",

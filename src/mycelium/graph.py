@@ -20,7 +20,7 @@ from .errors import DefinitionError
 from .modules import Module, flatten_operations
 from .operations import Operation
 
-__all__ = ["MAX_MODULES", "InstalledModule", "InstalledOperation", "OperationGraph", "build_graph"]
+__all__ = ["MAX_MODULES", "InstalledModule", "InstalledOperation", "OperationGraph", "build_graph", "install_alone"]
 
 MAX_MODULES = 1_000
 
@@ -125,6 +125,25 @@ def build_graph(modules: Sequence[Module], *, revision: int) -> OperationGraph:
             table[dotted] = InstalledOperation(entry, dotted, leaves[module.id][relative])
         installed.append(entry)
     return OperationGraph(revision, installed)
+
+
+def install_alone(name: str, authority: str, operation: Operation) -> InstalledOperation:
+    """Install one operation outside any module graph (a direct tool): its path is ``name``.
+
+    ``authority`` stands in for the module id: the key its grant and evidence use.
+    """
+    table: dict[str, InstalledOperation] = {}
+    module = InstalledModule(
+        id=authority,
+        alias=name,
+        path=(),
+        transport=name,
+        description=None,
+        grant_key=authority,
+        operations=MappingProxyType(table),
+    )
+    table[name] = InstalledOperation(module, name, operation)
+    return table[name]
 
 
 def _allocate_aliases(modules: Sequence[Module]) -> dict[str, str]:

@@ -34,6 +34,7 @@ from .options import ExecutionOptions
 from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox
 from .signals import AbortController
 from .sources import Capabilities, CapabilitySource, Revision
+from .tools import DirectTool, GatedTool
 from .values import JsonValue
 
 __all__ = ["Lease", "Runtime"]
@@ -92,6 +93,7 @@ class Runtime:
         execution: ExecutionOptions | None = None,
         session: Session | None = None,
         access: Access | None = None,
+        tools: Sequence[DirectTool] = (),
         on_operation_error: OperationErrorHandler | None = None,
         on_sandbox_failure: Observer[FailureEvidence] | None = None,
     ) -> None:
@@ -108,6 +110,12 @@ class Runtime:
             raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
         if isinstance(modules, Module) or not isinstance(modules, Sequence):
             raise ValueError("modules must be a sequence of Module")
+        if not isinstance(tools, Sequence) or not all(isinstance(tool, DirectTool) for tool in tools):
+            raise ValueError("tools must be a sequence of direct_tool(...) definitions")
+        names = [tool.definition.name for tool in tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tools: a name is used twice in {names!r}")
+        self._tools = tuple(tools)
         self.sandbox = sandbox
         self.session = session
         self.options = execution or ExecutionOptions()
@@ -271,8 +279,19 @@ class Lease:
         self._catalog = catalog
         self._released = False
         self._runs = _Holds()
+        services = runtime._services
         self._execute_tool = ExecuteTool(
-            graph=revision.graph, definition=definition, services=runtime._services, hold=self._hold
+            graph=revision.graph, definition=definition, services=services, hold=self._hold
+        )
+        self._tools = tuple(
+            GatedTool(
+                tool,
+                invoker=services.invoker,
+                session_id=services.session_id,
+                max_result_bytes=services.options.max_result_bytes,
+                hold=self._hold,
+            )
+            for tool in runtime._tools
         )
 
     @property
@@ -285,6 +304,12 @@ class Lease:
         """The discovery catalog of this lease's revision."""
         self._check()
         return self._catalog
+
+    @property
+    def tools(self) -> tuple[GatedTool, ...]:
+        """The host's direct tools, behind the same access checks as every operation."""
+        self._check()
+        return self._tools
 
     @property
     def execute_tool(self) -> ExecuteTool:

@@ -1,0 +1,122 @@
+"""Direct tools: labelled tools a host offers a model next to ``execute``, behind the same checks.
+
+A direct tool is one operation called by the model directly rather than from a program.
+It has the same labels and goes through the same invocation path as a guest's call: the
+access gate (grant, then person), input decoding, output encoding. Its grant is looked up
+under ``grant_key`` (its name by default).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from .access import AccessRefusal
+from .bindings import Invoker
+from .context import InvocationContext
+from .errors import DefinitionError, InvalidInput, OperationFailed
+from .execute import ToolDefinition, ToolResult, bounded_json
+from .failures import CapabilityFailed, InvalidArguments
+from .graph import InstalledOperation, install_alone
+from .modules import check_id
+from .operations import AccessLabel, SchemaSpec, operation
+from .signals import AbortController, AbortSignal
+from .values import dumps_compact
+
+__all__ = ["DirectTool", "GatedTool", "direct_tool"]
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class DirectTool:
+    """A direct tool as registered: its definition and the operation behind it."""
+
+    definition: ToolDefinition
+    target: InstalledOperation
+
+
+def direct_tool(
+    *,
+    name: str,
+    description: str,
+    input: SchemaSpec = None,
+    output: SchemaSpec = None,
+    execute: Callable[..., Any],
+    access: AccessLabel | None = None,
+    confirm: bool = False,
+    grant_key: str | None = None,
+) -> DirectTool:
+    """Define a direct tool. ``name`` is 1-64 letters, digits, ``_`` or ``-``, and not ``execute``.
+
+    The other arguments are those of :func:`mycelium.operation`; ``grant_key`` is the key its
+    grant is looked up under (default: ``name``).
+    """
+    if not isinstance(name, str) or not _TOOL_NAME.match(name) or name == "execute":
+        raise DefinitionError(f"a direct tool's name must be 1-64 of [A-Za-z0-9_-] and not 'execute', got {name!r}")
+    if not isinstance(description, str) or not description.strip():
+        raise DefinitionError(f"direct tool {name!r} needs a description")
+    op = operation(input=input, output=output, execute=execute, access=access, confirm=confirm, description=description)
+    key = check_id("grant", grant_key) if grant_key is not None else name
+    return DirectTool(
+        definition=ToolDefinition(name=name, description=description, input_schema=op.input_schema),
+        target=install_alone(name, key, op),
+    )
+
+
+class GatedTool:
+    """A direct tool as one lease offers it: call it with the model's arguments."""
+
+    def __init__(
+        self,
+        tool: DirectTool,
+        *,
+        invoker: Invoker,
+        session_id: str | None,
+        max_result_bytes: int,
+        hold: Callable[[], AbstractContextManager[None]],
+    ) -> None:
+        self.definition = tool.definition
+        self._target = tool.target
+        self._invoker = invoker
+        self._session_id = session_id
+        self._max_result_bytes = max_result_bytes
+        self._hold = hold
+
+    async def call(
+        self, arguments: Mapping[str, object] | str, tool_call_id: str | None = None, signal: AbortSignal | None = None
+    ) -> ToolResult:
+        """Run the tool. A refusal is an ordinary result holding the refusal's JSON form."""
+        with self._hold():
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    return ToolResult.failed(InvalidArguments("the arguments are not valid JSON"))
+            context = InvocationContext(
+                execution_id=f"exec-{uuid.uuid4().hex}",
+                tool_call_id=tool_call_id,
+                session_id=self._session_id,
+                operation_ordinal=None,
+                module_id=self._target.module.id,
+                operation=self._target.relative,
+                signal=signal or AbortController().signal,
+            )
+            try:
+                outcome = await self._invoker.invoke(self._target, arguments, context)
+            except InvalidInput as exc:
+                return ToolResult.failed(InvalidArguments(str(exc)))
+            except OperationFailed as exc:
+                return ToolResult.failed(CapabilityFailed(exc.module, exc.operation, exc.reference))
+            if isinstance(outcome, AccessRefusal):
+                value = outcome.to_json()
+                return ToolResult(text=dumps_compact(value), is_error=False, value=value)  # type: ignore[arg-type]
+            text = bounded_json(outcome, self._max_result_bytes)
+            if not isinstance(text, str):
+                return ToolResult.failed(text)
+            return ToolResult(text=text, is_error=False, value=outcome)
