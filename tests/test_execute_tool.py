@@ -50,24 +50,28 @@ async def test_definition_is_execute_with_one_required_string_code_property() ->
     assert schema["additionalProperties"] is False
 
 
-async def test_description_names_every_operation_of_a_small_catalog_and_the_calling_rules() -> None:
+async def test_a_small_catalog_is_declared_in_full_as_python_stubs_with_the_calling_rules() -> None:
     async with Runtime(modules=[PING], sandbox=rejecting_sandbox()) as runtime, runtime.lease() as lease:
         description = lease.execute_tool.definition.description
-    assert "demo.ping" in description
+    assert "# demo.ping\nasync def ping() -> Any:" in description
     assert "await" in description
     assert "return" in description
+    assert "forage.search" in description
 
 
-async def test_description_of_a_large_catalog_stays_bounded_and_says_what_it_left_out() -> None:
+async def test_a_large_catalog_is_described_by_its_namespaces_with_a_pointer_to_search_and_stays_bounded() -> None:
     big = Module(
         id="big",
         name="big",
         operations={f"op_{i}": operation(execute=lambda: 1, description="x" * 150) for i in range(500)},
     )
-    async with Runtime(modules=[big], sandbox=rejecting_sandbox()) as runtime, runtime.lease() as lease:
+    async with Runtime(modules=[big, PING], sandbox=rejecting_sandbox()) as runtime, runtime.lease() as lease:
         description = lease.execute_tool.definition.description
     assert len(description) <= 8_192
-    assert "more operations not listed" in description
+    assert "big (500 operations)" in description
+    assert "demo (1 operation)" in description
+    assert "forage.search" in description
+    assert "async def op_1" not in description
 
 
 async def test_success_text_is_the_compact_json_of_the_value() -> None:

@@ -10,8 +10,8 @@ Hosts pass their decisions down as data in :class:`Access`:
 - ``session_grants``: read at **every call**; its keys override ``grants`` key by key, so a
   revoked grant applies to the very next call, even inside a running execute.
 - ``required``: keys that fail closed: when nothing names one, it is ``"none"``.
-- ``confirm``: how the host asks a person. Without it, a ``confirm=True`` operation is
-  refused, never run unasked.
+- ``confirm``: how the host asks a person (sync or async; only ``True`` approves). Without
+  it, a ``confirm=True`` operation is refused, never run unasked.
 - ``on_refused``: observes each refusal; it never changes the decision.
 
 The grant is checked first, then the person, both before the input is decoded. A refused
@@ -116,14 +116,14 @@ class Access:
     grants: Mapping[str, Grant] = field(default_factory=dict)
     session_grants: SessionGrants | None = None
     required: Collection[str] = ()
-    confirm: Callable[[ConfirmRequest], Awaitable[bool]] | None = None
+    confirm: Callable[[ConfirmRequest], bool | Awaitable[bool]] | None = None
     on_refused: Observer[RefusedCall] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.grants, Mapping):
             raise ValueError("Access.grants must be a mapping of module id to 'write', 'read' or 'none'")
         for key, grant in self.grants.items():
-            if grant not in _GRANTS:
+            if not _is_grant(grant):
                 raise ValueError(f"Access.grants[{key!r}] must be 'write', 'read' or 'none', got {grant!r}")
         if isinstance(self.required, str) or not isinstance(self.required, Collection):
             raise ValueError("Access.required must be a collection of module ids")
@@ -178,7 +178,7 @@ class AccessGate:
             if key in stored:
                 grant = stored[key]
                 # A malformed stored grant fails closed.
-                return grant if grant in _GRANTS else "none"
+                return grant if _is_grant(grant) else "none"
         if key in access.grants:
             return access.grants[key]
         return "none" if key in access.required else "write"
@@ -198,8 +198,14 @@ class AccessGate:
             operation_ordinal=context.operation_ordinal,
             arguments=raw,
         )
-        approved = await self._access.confirm(request)
+        approved = self._access.confirm(request)
+        if inspect.isawaitable(approved):
+            approved = await approved
         return None if approved is True else "confirmation-declined"
+
+
+def _is_grant(value: object) -> bool:
+    return isinstance(value, str) and value in _GRANTS
 
 
 def _grant_refusal(grant: Grant, label: AccessLabel) -> RefusalReason | None:

@@ -152,8 +152,11 @@ class Execution:
         tool_call_id: str | None,
         session_id: str | None,
         signal: AbortSignal,
+        helpers: Mapping[str, Mapping[str, BindingCallback]] | None = None,
     ) -> None:
         self.graph = graph
+        # Host helpers (discovery) sit beside the operations but take no ordinals and no gate.
+        self.helpers: Mapping[str, Mapping[str, BindingCallback]] = dict(helpers or {})
         self.execution_id = execution_id
         self.tool_call_id = tool_call_id
         self.session_id = session_id
@@ -195,16 +198,19 @@ class _GraphBindings(Mapping[str, Mapping[str, BindingCallback]]):
         self._execution = execution
 
     def __getitem__(self, transport: str) -> Mapping[str, BindingCallback]:
+        if transport in self._execution.helpers:
+            return self._execution.helpers[transport]
         module = self._execution.graph.by_transport(transport)
         if module is None:
             raise KeyError(transport)
         return _ModuleBindings(self._execution, module)
 
     def __iter__(self) -> Iterator[str]:
-        return (module.transport for module in self._execution.graph.modules)
+        yield from self._execution.helpers
+        yield from (module.transport for module in self._execution.graph.modules)
 
     def __len__(self) -> int:
-        return len(self._execution.graph.modules)
+        return len(self._execution.helpers) + len(self._execution.graph.modules)
 
 
 class _ModuleBindings(Mapping[str, BindingCallback]):

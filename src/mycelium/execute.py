@@ -21,7 +21,7 @@ import anyio
 
 from .admission import AdmissionPolicy, BackingWork, SandboxSlots
 from .bindings import Execution, Invoker
-from .discovery import Catalog
+from .discovery import FORAGE_MODULE_ID, Catalog, forage_bindings, namespace_tree, render_bounded
 from .errors import new_reference
 from .failures import (
     Cancelled,
@@ -64,6 +64,7 @@ EXECUTE_INPUT_SCHEMA: dict[str, Any] = {
 }
 
 _MAX_DESCRIPTION_CHARS = 8_192
+_MAX_INLINE_STUB_CHARS = 4_096
 
 
 @dataclass(frozen=True)
@@ -180,11 +181,15 @@ class ExecuteTool:
         self,
         *,
         graph: OperationGraph,
+        catalog: Catalog,
         definition: ToolDefinition,
         services: ExecuteServices,
         hold: Callable[[], AbstractContextManager[None]],
     ) -> None:
         self._graph = graph
+        self._helpers = {"forage": forage_bindings(catalog)}
+        self._namespace_paths = {"forage": ("forage",), **{m.transport: m.path for m in graph.modules}}
+        self._module_ids = {"forage": FORAGE_MODULE_ID, **{m.transport: m.id for m in graph.modules}}
         self._services = services
         self._options = services.options
         self._hold = hold
@@ -320,14 +325,15 @@ class ExecuteTool:
             tool_call_id=attempt.tool_call_id,
             session_id=services.session_id,
             signal=controller.signal,
+            helpers=self._helpers,
         )
         request = SandboxRequest(
             execution_id=execution_id,
             code=code,
             timeout_ms=max(1, round((deadline - anyio.current_time()) * 1000)),
             bindings=execution.bindings,
-            namespace_paths={module.transport: module.path for module in self._graph.modules},
-            modules={module.transport: module.id for module in self._graph.modules},
+            namespace_paths=self._namespace_paths,
+            modules=self._module_ids,
             session_id=services.session_id,
             on_log=attempt.logs.append,
         )
@@ -393,29 +399,50 @@ def execute_definition(catalog: Catalog) -> ToolDefinition:
     return ToolDefinition(name="execute", description=execute_description(catalog), input_schema=EXECUTE_INPUT_SCHEMA)
 
 
-def execute_description(catalog: Catalog, max_chars: int = _MAX_DESCRIPTION_CHARS) -> str:
-    """The execute tool's description: the guest language rules, then the operations, bounded."""
-    head = (
-        "Run a short Python program in a fresh sandbox and get back its JSON result.\n"
-        "- The program calls the host's operations below as async functions: "
-        "`result = await demo.ping()`. Await every call; run several at once with `asyncio.gather(...)`.\n"
-        "- Pass arguments as keywords (`await notes.search(query=\"x\")`) or as one dict, not both.\n"
-        "- Every operation is also reachable under `env` (`env.apps.bazaar.windows.open(...)`).\n"
-        "- End with `return <value>` (or a final expression). The value must be JSON: dicts with string keys, "
-        "lists, strings, finite numbers, booleans, None. Keep it small.\n"
-        "- Nothing survives between runs; the sandbox has no host files, network or environment.\n"
-        "\nOperations:\n"
+def execute_description(
+    catalog: Catalog, max_chars: int = _MAX_DESCRIPTION_CHARS, inline_chars: int = _MAX_INLINE_STUB_CHARS
+) -> str:
+    """The execute tool's description: the guest language, how to call, how to discover, bounded.
+
+    A small catalog (its stubs within ``inline_chars``) is declared in full; a larger one is
+    shown as its namespace tree with operation counts, and the model discovers the rest.
+    """
+    stubs = render_bounded(list(catalog.targets), inline_chars + 1)
+    inline = len(stubs) <= inline_chars and "more operations" not in stubs
+    body = (
+        "These operations are available (Python stubs; call each as `await <path>(...)`):\n\n" + stubs
+        if inline
+        else "Namespaces (operation counts). Find operations with `await forage.search(\"what you need\")`, "
+        "then `await forage.describe(\"path\")` for the exact signature:\n\n"
+        + namespace_tree(catalog, max_chars - len(_RULES) - 200)
     )
-    lines: list[str] = []
-    used = len(head)
-    for shown, entry in enumerate(catalog.entries):
-        labels = entry.access + (", asks a person" if entry.confirm else "")
-        line = f"- {entry.path}(...) [{labels}]" + (f": {entry.description}" if entry.description else "")
-        if used + len(line) + 1 > max_chars - 80:
-            lines.append(f"- ... and {len(catalog.entries) - shown} more operations not listed here")
-            break
-        lines.append(line)
-        used += len(line) + 1
-    if not lines:
-        lines.append("- (none)")
-    return head + "\n".join(lines)
+    text = _RULES + body
+    if len(text) > max_chars:
+        marker = "\n... (cut: use forage.list() and forage.describe(...) for the rest)"
+        text = text[: max_chars - len(marker)] + marker
+    return text
+
+
+_RULES = """\
+Run a short Python program in a fresh sandbox and get back its JSON result.
+
+Language: a Python subset (Monty). Available: functions, closures, dataclasses, comprehensions,
+f-strings, match, async/await, asyncio.gather, and the modules json, re, math, datetime, collections,
+itertools, functools, base64, hashlib, random, time. Missing: class inheritance, generators (yield),
+`del`, @property, host files, network, environment and other imports.
+
+Calling operations:
+- Operations are async: `notes = await notes.search(query="x")`. Await every call; run several at
+  once with `await asyncio.gather(a(...), b(...))`.
+- Pass keyword arguments, or one dict (`await notes.search({"query": "x"})`), not both.
+- Top-level names are namespaces, also reachable under `env` (`await env.apps.bazaar.windows.open(url=u)`).
+- A call the host refuses returns {"refused": true, "reason": ..., "message": ...}: read the message.
+- Bad arguments raise ValueError; a host failure raises RuntimeError with a reference.
+- Discover with `await forage.search("what you need")`, `await forage.list("prefix")` and
+  `await forage.describe("path.or.prefix")`.
+
+Result: end with `return <value>` (or a final expression). It must be JSON (dicts with string keys,
+lists, strings, finite numbers, booleans, None) and small; print() output comes back as logs. Nothing
+survives between runs: keep state in variables within one program.
+
+"""

@@ -281,7 +281,7 @@ class Lease:
         self._runs = _Holds()
         services = runtime._services
         self._execute_tool = ExecuteTool(
-            graph=revision.graph, definition=definition, services=services, hold=self._hold
+            graph=revision.graph, catalog=catalog, definition=definition, services=services, hold=self._hold
         )
         self._tools = tuple(
             GatedTool(

@@ -159,6 +159,7 @@ class Revision:
 class _Build:
     def __init__(self) -> None:
         self.done = anyio.Event()
+        self.waiters = 0
         self.revision: Revision | None = None
         self.error: BaseException | None = None
 
@@ -208,10 +209,20 @@ class Capabilities:
             build = self._building
             if build is None:
                 return await self._build()
-            await build.done.wait()
+            # Shared even if a source invalidates it meanwhile (the next capture rebuilds). The
+            # build hands each waiter its hold before it wakes anyone, so the builder releasing
+            # first cannot retire the revision under a waiter.
+            build.waiters += 1
+            try:
+                await build.done.wait()
+            except anyio.get_cancelled_exc_class():
+                if build.revision is None:
+                    build.waiters -= 1
+                else:
+                    with anyio.CancelScope(shield=True):
+                        await self.release(build.revision)
+                raise
             if build.revision is not None:
-                # Shared even if a source invalidated it meanwhile: the next capture rebuilds.
-                build.revision.leases += 1
                 return build.revision
             if build.error is not None and not isinstance(build.error, anyio.get_cancelled_exc_class()):
                 raise build.error
@@ -244,21 +255,24 @@ class Capabilities:
                 unwind_errors = await _release_each(reversed(fresh))
             build.error = exc
             if unwind_errors and isinstance(exc, Exception):
-                group = ExceptionGroup("capture failed, and so did releasing what it acquired", [exc, *unwind_errors])
-                build.error = group
-                raise group from None
-            for error in unwind_errors:
-                logger.error("releasing what a cancelled capture acquired failed", exc_info=error)
-            raise
-        finally:
+                message = "capture failed, and so did releasing what it acquired"
+                build.error = ExceptionGroup(message, [exc, *unwind_errors])
+            else:
+                for error in unwind_errors:
+                    logger.error("releasing what a cancelled capture acquired failed", exc_info=error)
             self._building = None
             build.done.set()
+            if build.error is not exc:
+                raise build.error from None
+            raise
         for snapshot in fresh:
             self._current_snapshot[snapshot.source_id] = snapshot
             self._open.append(snapshot)
         self._install(revision)
-        revision.leases += 1
+        revision.leases += 1 + build.waiters  # the builder's hold and every waiter's
         build.revision = revision
+        self._building = None
+        build.done.set()
         errors = await self._release_unused()
         if errors:
             revision.leases -= 1
@@ -331,7 +345,10 @@ class Capabilities:
             self._open.remove(snapshot)
             if self._current_snapshot.get(snapshot.source_id) is snapshot:
                 del self._current_snapshot[snapshot.source_id]
-        return await _release_each(sorted(unused, key=lambda snapshot: snapshot.order, reverse=True))
+        # Once taken off the books they must all be released: a cancelled caller cannot stop that.
+        with anyio.CancelScope(shield=True):
+            errors = await _release_each(sorted(unused, key=lambda snapshot: snapshot.order, reverse=True))
+        return errors
 
 
 async def _release_each(snapshots: Iterable[_Snapshot]) -> list[MyceliumSourceError]:

@@ -1,0 +1,241 @@
+"""Render operations as Python stubs a model can call.
+
+An operation becomes an ``async def`` with keyword parameters from its input schema, its
+output type, a docstring and its access labels; object types become ``TypedDict``
+declarations above it. The renderer reads JSON Schema as pydantic and hand-written
+schemas produce it: ``$ref``/``$defs``, ``anyOf``/``oneOf``/``allOf``, ``enum`` and
+``const`` (as ``Literal``), nullable types, arrays and tuples (``prefixItems``),
+``additionalProperties``, recursive types (a type refers to itself by name) and a depth
+limit beyond which a type is ``Any``. Two different types never share a name.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .graph import InstalledOperation
+
+__all__ = ["StubRenderer"]
+
+MAX_DEPTH = 8
+_MAX_COMMENT_CHARS = 120
+_JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+
+
+class StubRenderer:
+    """Renders operations and the types they use; types are declared once and named uniquely."""
+
+    def __init__(self, max_depth: int = MAX_DEPTH) -> None:
+        self._max_depth = max_depth
+        self._declarations: dict[str, str] = {}  # name -> rendered declaration, in order of first use
+        self._names: dict[str, str] = {}  # fingerprint of an object schema -> its name
+        # Names the stubs themselves use can never name a declared type.
+        self._reserved: set[str] = {"Any", "Literal", "TypedDict", "NotRequired", "None"}
+
+    def operation(self, target: InstalledOperation) -> str:
+        """The stub of one operation (its types go to :meth:`declarations`)."""
+        op = target.operation
+        leaf = target.relative.rsplit(".", 1)[-1]
+        base = _type_name(leaf)
+        output = self._type(op.output_schema, op.output_schema, f"{base}Result", 0)
+        parameters, documented = self._parameters(op.input_schema, base)
+        labels = "read" if op.access == "read" else "write"
+        if op.confirm:
+            labels += "; a person confirms each call"
+        doc = [op.description.strip()] if op.description else []
+        doc.extend(f"{name}: {_clip(text)}" for name, text in documented)
+        doc.append(f"Access: {labels}.")
+        body = "\n    ".join(line for part in doc for line in part.splitlines())
+        return f"# {target.path}\nasync def {leaf}({parameters}) -> {output}:\n    \"\"\"{body}\n    \"\"\"\n"
+
+    def declarations(self) -> str:
+        """Every type the rendered operations use, in first-use order."""
+        return "".join(self._declarations.values())
+
+    def render(self, targets: Iterable[InstalledOperation]) -> str:
+        """Types, then the stubs of ``targets``."""
+        stubs = [self.operation(target) for target in targets]
+        return self.declarations() + ("\n" if self._declarations else "") + "\n".join(stubs)
+
+    def _parameters(self, schema: Mapping[str, Any], base: str) -> tuple[str, list[tuple[str, str]]]:
+        resolved = _resolve(schema, schema)
+        properties = resolved.get("properties")
+        if resolved.get("type") == "object" and isinstance(properties, Mapping) and not properties:
+            return "", []
+        if not isinstance(properties, Mapping) or not all(_is_name(key) for key in properties):
+            return f"input: {self._type(schema, schema, f'{base}Input', 0)}, /", []
+        required = set(resolved.get("required", ()))
+        first: list[str] = []
+        later: list[str] = []
+        documented: list[tuple[str, str]] = []
+        for name, field in properties.items():
+            kind = self._type(field, schema, _type_name(name), 1)
+            if name in required:
+                first.append(f"{name}: {kind}")
+            else:
+                default = field.get("default", ...) if isinstance(field, Mapping) else ...
+                later.append(f"{name}: {kind} = {_literal(default) if default is not ... else '...'}")
+            description = field.get("description") if isinstance(field, Mapping) else None
+            if isinstance(description, str) and description.strip():
+                documented.append((name, description.strip()))
+        return "*, " + ", ".join(first + later), documented
+
+    def _type(self, schema: object, root: Mapping[str, Any], hint: str, depth: int) -> str:
+        if not isinstance(schema, Mapping) or depth > self._max_depth:
+            return "Any"
+        if "$ref" in schema:
+            return self._reference(str(schema["$ref"]), root, depth)
+        if "const" in schema:
+            return f"Literal[{_literal(schema['const'])}]"
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return f"Literal[{', '.join(_literal(value) for value in schema['enum'])}]"
+        for combinator in ("anyOf", "oneOf"):
+            if isinstance(schema.get(combinator), list):
+                members = [self._type(member, root, hint, depth + 1) for member in schema[combinator]]
+                return _union(members)
+        if isinstance(schema.get("allOf"), list):
+            return self._all_of(schema["allOf"], root, hint, depth)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return _union([self._type({**schema, "type": member}, root, hint, depth) for member in kind])
+        if kind in _JSON_TYPES:
+            return _JSON_TYPES[kind]
+        if kind == "array":
+            if isinstance(schema.get("prefixItems"), list):
+                items = [self._type(item, root, f"{hint}Item", depth + 1) for item in schema["prefixItems"]]
+                return f"tuple[{', '.join(items)}]"
+            return f"list[{self._type(schema.get('items', {}), root, f'{hint}Item', depth + 1)}]"
+        if kind == "object" or "properties" in schema:
+            return self._object(schema, root, hint, depth)
+        return "Any"
+
+    def _all_of(self, parts: list[object], root: Mapping[str, Any], hint: str, depth: int) -> str:
+        if len(parts) == 1:
+            return self._type(parts[0], root, hint, depth)
+        resolved = [_resolve(part, root) for part in parts]
+        if all(part.get("type") == "object" or "properties" in part for part in resolved):
+            merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+            for part in resolved:
+                merged["properties"].update(part.get("properties", {}))
+                merged["required"].extend(part.get("required", ()))
+            return self._object(merged, root, hint, depth)
+        return self._type(parts[0], root, hint, depth)
+
+    def _object(self, schema: Mapping[str, Any], root: Mapping[str, Any], hint: str, depth: int) -> str:
+        properties = schema.get("properties")
+        extra = schema.get("additionalProperties", True)
+        if not isinstance(properties, Mapping) or not properties:
+            value = self._type(extra, root, f"{hint}Value", depth + 1) if isinstance(extra, Mapping) else "Any"
+            return f"dict[str, {value}]"
+        fingerprint = json.dumps(schema, sort_keys=True, default=str)
+        if fingerprint in self._names:
+            return self._names[fingerprint]
+        name = self._unique(_type_name(str(schema.get("title") or hint)))
+        self._names[fingerprint] = name
+        self._declarations[name] = ""  # placeholder: a recursive type refers to itself by name
+        self._declarations[name] = self._typed_dict(name, schema, properties, extra, root, depth)
+        return name
+
+    def _typed_dict(
+        self,
+        name: str,
+        schema: Mapping[str, Any],
+        properties: Mapping[str, Any],
+        extra: object,
+        root: Mapping[str, Any],
+        depth: int,
+    ) -> str:
+        required = set(schema.get("required", ()))
+        fields: list[tuple[str, str, str]] = []
+        for key, field in properties.items():
+            kind = self._type(field, root, _type_name(str(key)), depth + 1)
+            if key not in required:
+                kind = f"NotRequired[{kind}]"
+            note = field.get("description", "") if isinstance(field, Mapping) else ""
+            fields.append((str(key), kind, _clip(note) if isinstance(note, str) else ""))
+        description = schema.get("description")
+        lines: list[str]
+        if all(_is_name(key) for key, _, _ in fields):
+            lines = [f"class {name}(TypedDict):"]
+            if isinstance(description, str) and description.strip():
+                lines.append(f'    """{_clip(description)}"""')
+            lines.extend(f"    {key}: {kind}" + (f"  # {note}" if note else "") for key, kind, note in fields)
+        else:
+            body = ", ".join(f"{json.dumps(key)}: {kind}" for key, kind, _ in fields)
+            lines = [f'{name} = TypedDict("{name}", {{{body}}})']
+        if isinstance(extra, Mapping):
+            lines.append(f"# {name} may also hold other keys: {self._type(extra, root, f'{name}Value', depth + 1)}")
+        return "\n".join(lines) + "\n\n"
+
+    def _reference(self, reference: str, root: Mapping[str, Any], depth: int) -> str:
+        target = _follow(reference, root)
+        if target is None:
+            return "Any"
+        hint = reference.rsplit("/", 1)[-1]
+        return self._type({"title": hint, **target}, root, hint, depth)
+
+    def _unique(self, name: str) -> str:
+        candidate, suffix = name, 2
+        while candidate in self._reserved:
+            candidate = f"{name}{suffix}"
+            suffix += 1
+        self._reserved.add(candidate)
+        return candidate
+
+
+def _follow(reference: str, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    if not reference.startswith("#/"):
+        return None
+    node: object = root
+    for part in reference[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, Mapping) else None
+
+
+def _resolve(schema: object, root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Follow a chain of ``$ref`` (bounded) to the schema it names."""
+    for _ in range(MAX_DEPTH):
+        if not isinstance(schema, Mapping) or "$ref" not in schema:
+            break
+        schema = _follow(str(schema["$ref"]), root)
+    return schema if isinstance(schema, Mapping) else {}
+
+
+def _union(members: list[str]) -> str:
+    unique = list(dict.fromkeys(members))
+    if "Any" in unique:
+        return "Any"
+    # None last reads best: `str | None`.
+    unique.sort(key=lambda member: member == "None")
+    return " | ".join(unique)
+
+
+def _type_name(text: str) -> str:
+    words = re.findall(r"[A-Za-z0-9]+", text)
+    name = "".join(word[:1].upper() + word[1:] for word in words) or "Value"
+    return f"T{name}" if name[0].isdigit() else name
+
+
+def _is_name(key: object) -> bool:
+    return isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int | float | str):
+        text = repr(value)
+        return text if len(text) <= 60 else "..."
+    return "..."
+
+
+def _clip(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_COMMENT_CHARS else line[: _MAX_COMMENT_CHARS - 3] + "..."
