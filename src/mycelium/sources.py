@@ -251,8 +251,7 @@ class Capabilities:
             revision = await self._candidate(controller.signal, fresh)
         except BaseException as exc:
             controller.abort("the capture failed")
-            with anyio.CancelScope(shield=True):
-                unwind_errors = await _release_each(reversed(fresh))
+            unwind_errors = await _release_each(reversed(fresh))
             build.error = exc
             if unwind_errors and isinstance(exc, Exception):
                 message = "capture failed, and so did releasing what it acquired"
@@ -345,25 +344,27 @@ class Capabilities:
             self._open.remove(snapshot)
             if self._current_snapshot.get(snapshot.source_id) is snapshot:
                 del self._current_snapshot[snapshot.source_id]
-        # Once taken off the books they must all be released: a cancelled caller cannot stop that.
-        with anyio.CancelScope(shield=True):
-            errors = await _release_each(sorted(unused, key=lambda snapshot: snapshot.order, reverse=True))
-        return errors
+        return await _release_each(sorted(unused, key=lambda snapshot: snapshot.order, reverse=True))
 
 
 async def _release_each(snapshots: Iterable[_Snapshot]) -> list[MyceliumSourceError]:
-    """Release each snapshot once, in the order given, collecting every failure."""
+    """Release each snapshot once, in the order given, collecting every failure.
+
+    Shielded: once snapshots are taken off the books they must all be released, and a
+    cancelled caller cannot stop that half-way.
+    """
     errors: list[MyceliumSourceError] = []
-    for snapshot in snapshots:
-        if snapshot.released or snapshot.release is None:
-            continue
-        snapshot.released = True
-        try:
-            await snapshot.release()
-        except Exception as exc:
-            error = MyceliumSourceError(snapshot.source_id, "release", f"it raised {type(exc).__name__}")
-            error.__cause__ = exc
-            errors.append(error)
+    with anyio.CancelScope(shield=True):
+        for snapshot in snapshots:
+            if snapshot.released or snapshot.release is None:
+                continue
+            snapshot.released = True
+            try:
+                await snapshot.release()
+            except Exception as exc:
+                error = MyceliumSourceError(snapshot.source_id, "release", f"it raised {type(exc).__name__}")
+                error.__cause__ = exc
+                errors.append(error)
     return errors
 
 

@@ -41,15 +41,16 @@ class StubRenderer:
         op = target.operation
         leaf = target.relative.rsplit(".", 1)[-1]
         base = _type_name(leaf)
-        output = self._type(op.output_schema, op.output_schema, f"{base}Result", 0)
         parameters, documented = self._parameters(op.input_schema, base)
+        output = self._type(op.output_schema, op.output_schema, f"{base}Result", 0)
         labels = "read" if op.access == "read" else "write"
         if op.confirm:
             labels += "; a person confirms each call"
-        doc = [op.description.strip()] if op.description else []
-        doc.extend(f"{name}: {_clip(text)}" for name, text in documented)
-        doc.append(f"Access: {labels}.")
-        body = "\n    ".join(line for part in doc for line in part.splitlines())
+        paragraphs = [op.description.strip()] if op.description else []
+        if documented:
+            paragraphs.append("\n".join(f"{name}: {_clip(text)}" for name, text in documented))
+        paragraphs.append(f"Access: {labels}.")
+        body = "\n\n".join(paragraphs).replace("\n", "\n    ").replace("\n    \n", "\n\n")
         return f"# {target.path}\nasync def {leaf}({parameters}) -> {output}:\n    \"\"\"{body}\n    \"\"\"\n"
 
     def declarations(self) -> str:
@@ -228,12 +229,9 @@ def _is_name(key: object) -> bool:
 
 
 def _literal(value: object) -> str:
-    if isinstance(value, bool) or value is None:
-        return repr(value)
-    if isinstance(value, int | float | str):
-        text = repr(value)
-        return text if len(text) <= 60 else "..."
-    return "..."
+    """A JSON value as Python source, or ``...`` when it is too long to be worth showing."""
+    text = repr(value)
+    return text if len(text) <= 60 else "..."
 
 
 def _clip(text: str) -> str:
