@@ -332,3 +332,12 @@ def test_the_adapter_identifies_itself_for_operator_evidence() -> None:
     assert sandbox.adapter == "monty"
     assert sandbox.build_sha is not None
     assert "1.4.0" in sandbox.build_sha
+
+
+async def test_a_workspace_is_announced_to_the_model_in_the_tool_description(tmp_path: Path) -> None:
+    async with monty_lease(Host(), sandbox=MontySandbox(workspace=lambda session_id: tmp_path)) as lease:
+        with_workspace = lease.execute_tool.definition.description
+    async with monty_lease(Host()) as lease:
+        without = lease.execute_tool.definition.description
+    assert "/workspace" in with_workspace
+    assert "/workspace" not in without

@@ -394,19 +394,25 @@ class _BadArguments(Exception):
     pass
 
 
-def execute_definition(catalog: Catalog) -> ToolDefinition:
+def execute_definition(catalog: Catalog, sandbox_notes: str | None = None) -> ToolDefinition:
     """The ``execute`` tool as a model sees it, for the revision ``catalog`` describes."""
-    return ToolDefinition(name="execute", description=execute_description(catalog), input_schema=EXECUTE_INPUT_SCHEMA)
+    description = execute_description(catalog, sandbox_notes=sandbox_notes)
+    return ToolDefinition(name="execute", description=description, input_schema=EXECUTE_INPUT_SCHEMA)
 
 
 def execute_description(
-    catalog: Catalog, max_chars: int = _MAX_DESCRIPTION_CHARS, inline_chars: int = _MAX_INLINE_STUB_CHARS
+    catalog: Catalog,
+    max_chars: int = _MAX_DESCRIPTION_CHARS,
+    inline_chars: int = _MAX_INLINE_STUB_CHARS,
+    sandbox_notes: str | None = None,
 ) -> str:
     """The execute tool's description: the guest language, how to call, how to discover, bounded.
 
     A small catalog (its stubs within ``inline_chars``) is declared in full; a larger one is
     shown as its namespace tree with operation counts, and the model discovers the rest.
+    ``sandbox_notes`` is what the sandbox adds about itself (a workspace, for instance).
     """
+    rules = _RULES + (f"{sandbox_notes.strip()}\n\n" if sandbox_notes else "")
     stubs = render_bounded(list(catalog.targets), inline_chars + 1)
     inline = len(stubs) <= inline_chars and "more operations" not in stubs
     body = (
@@ -414,9 +420,9 @@ def execute_description(
         if inline
         else "Namespaces (operation counts). Find operations with `await forage.search(\"what you need\")`, "
         "then `await forage.describe(\"path\")` for the exact signature:\n\n"
-        + namespace_tree(catalog, max_chars - len(_RULES) - 200)
+        + namespace_tree(catalog, max_chars - len(rules) - 200)
     )
-    text = _RULES + body
+    text = rules + body
     if len(text) > max_chars:
         marker = "\n... (cut: use forage.list() and forage.describe(...) for the rest)"
         text = text[: max_chars - len(marker)] + marker
@@ -442,7 +448,7 @@ Calling operations:
   `await forage.describe("path.or.prefix")`.
 
 Result: end with `return <value>` (or a final expression). It must be JSON (dicts with string keys,
-lists, strings, finite numbers, booleans, None) and small; print() output comes back as logs. Nothing
-survives between runs: keep state in variables within one program.
+lists, strings, finite numbers, booleans, None) and small; print() output comes back as logs. Each run
+starts fresh: no variable, function or import survives to the next run.
 
 """

@@ -181,7 +181,8 @@ class Runtime:
         view = self._views.get(revision.graph)
         if view is None:
             catalog = Catalog(revision.graph)
-            view = self._views[revision.graph] = (catalog, execute_definition(catalog))
+            notes = getattr(self.sandbox, "guest_notes", None)
+            view = self._views[revision.graph] = (catalog, execute_definition(catalog, notes))
         return Lease(self, revision, *view)
 
     @asynccontextmanager

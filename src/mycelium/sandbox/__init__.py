@@ -67,6 +67,9 @@ class Sandbox(Protocol):
         """The adapter's source revision for operator evidence, if known."""
         ...
 
+    # A sandbox may also offer ``guest_notes: str | None``: a few lines for the model about
+    # what this sandbox adds (a persistent workspace, say), appended to the tool description.
+
     async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
         """Run ``request.code``; raise ``SandboxError`` for a typed failure.
 

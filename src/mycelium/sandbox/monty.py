@@ -148,6 +148,12 @@ class MontySandbox:
         self._recycle = max_checkouts_per_worker
         self._workspace = workspace
         self._workspace_limit = workspace_write_limit_bytes
+        self.guest_notes: str | None = (
+            f"Files: {WORKSPACE_PATH} is this session's folder; files written there are still there in later "
+            "runs of the same session, so keep state you need again in a file there and read it back."
+            if workspace is not None
+            else None
+        )
         self._pool: AsyncMonty | None = None
         self._lock = anyio.Lock()
 
