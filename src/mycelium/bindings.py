@@ -24,7 +24,7 @@ from .graph import InstalledModule, InstalledOperation, OperationGraph
 from .hooks import notify
 from .operations import SchemaViolation
 from .signals import AbortSignal
-from .values import JsonValue
+from .values import JsonValue, dumps_compact
 
 __all__ = [
     "BindingCallback",
@@ -153,6 +153,8 @@ class Execution:
         session_id: str | None,
         signal: AbortSignal,
         helpers: Mapping[str, Mapping[str, BindingCallback]] | None = None,
+        max_input_bytes: int | None = None,
+        max_inflight_input_bytes: int | None = None,
     ) -> None:
         self.graph = graph
         # Host helpers (discovery) sit beside the operations but take no ordinals and no gate.
@@ -163,6 +165,9 @@ class Execution:
         self.signal = signal
         self._invoker = invoker
         self._ordinals = itertools.count()
+        self._max_input = max_input_bytes
+        self._max_inflight = max_inflight_input_bytes
+        self._inflight = 0
         self.bindings: Mapping[str, Mapping[str, BindingCallback]] = _GraphBindings(self)
 
     def call(self, target: InstalledOperation, raw: JsonValue) -> Awaitable[JsonValue]:
@@ -170,7 +175,10 @@ class Execution:
 
         The ordinal is taken here, synchronously, before anything is awaited: calls get
         positions in the order the program made them, even when started concurrently.
+        Input over the size limits raises :class:`InvalidInput` at once, and the call is
+        not placed (it takes no ordinal).
         """
+        size = self._admit_input(target, raw)
         context = InvocationContext(
             execution_id=self.execution_id,
             tool_call_id=self.tool_call_id,
@@ -180,15 +188,34 @@ class Execution:
             operation=target.relative,
             signal=self.signal,
         )
-        return _guest_form(self._invoker.invoke(target, raw, context))
+        return self._guest_form(self._invoker.invoke(target, raw, context), size)
 
+    def _admit_input(self, target: InstalledOperation, raw: JsonValue) -> int:
+        if self._max_input is None and self._max_inflight is None:
+            return 0
+        size = len(dumps_compact(raw).encode("utf-8", "surrogatepass"))
+        if self._max_input is not None and size > self._max_input:
+            raise InvalidInput(target.path, [f"the input is {size} bytes; one call may send at most {self._max_input}"])
+        if self._max_inflight is not None and self._inflight + size > self._max_inflight:
+            raise InvalidInput(
+                target.path,
+                [
+                    f"calls still running already carry {self._inflight} bytes of input; all calls together "
+                    f"may carry at most {self._max_inflight}: await some before starting more"
+                ],
+            )
+        self._inflight += size
+        return size
 
-async def _guest_form(call: Awaitable[JsonValue | AccessRefusal]) -> JsonValue:
-    """What a guest receives: a refusal is an ordinary value, in its JSON form."""
-    outcome = await call
-    if isinstance(outcome, AccessRefusal):
-        return outcome.to_json()  # type: ignore[return-value]  # to_json builds only JSON values
-    return outcome
+    async def _guest_form(self, call: Awaitable[JsonValue | AccessRefusal], size: int) -> JsonValue:
+        """What a guest receives: a refusal is an ordinary value, in its JSON form."""
+        try:
+            outcome = await call
+        finally:
+            self._inflight -= size
+        if isinstance(outcome, AccessRefusal):
+            return outcome.to_json()  # type: ignore[return-value]  # to_json builds only JSON values
+        return outcome
 
 
 class _GraphBindings(Mapping[str, Mapping[str, BindingCallback]]):

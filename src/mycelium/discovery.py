@@ -8,6 +8,7 @@ an exact path or name match ranks first. Every output is bounded.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import re
@@ -42,7 +43,10 @@ _MAX_LINE_CHARS = 160
 # BM25 parameters (Okapi defaults), and how much each field counts: names say most.
 _K1 = 1.2
 _B = 0.75
-_FIELD_WEIGHTS = {"name": 3, "path": 2, "description": 1, "fields": 1}
+_FIELD_WEIGHTS = {"name": 3, "path": 2, "description": 2, "fields": 1}
+# Query words also reach their close relatives, at this fraction of their weight.
+_RELATED_WEIGHT = 0.5
+_MAX_CACHED_CONCEPTS = 4_096
 _STOPWORDS = frozenset(
     {
         "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "get", "give", "i", "in",
@@ -117,7 +121,8 @@ class Catalog:
         indexes = list(self._under(path.strip()))
         if not indexes:
             close = ", ".join(entry.path for entry in self.search(path, 3)) if path.strip() else ""
-            return f"# No operation or namespace {path!r}." + (f" Close matches: {close}" if close else "")
+            shown = path if len(path) <= 100 else path[:97] + "..."
+            return f"# No operation or namespace {shown!r}." + (f" Close matches: {close}" if close else "")
         return render_bounded([self.targets[index] for index in indexes], max_chars, prefix=path.strip())
 
     def stubs(self) -> str:
@@ -190,22 +195,25 @@ def render_bounded(targets: list[InstalledOperation], max_chars: int, *, prefix:
     """Stubs for ``targets`` within ``max_chars``; what did not fit is counted, never cut silently."""
     renderer = StubRenderer()
     stubs: list[str] = []
+    left_out = ""
     for shown, target in enumerate(targets):
+        state = renderer.checkpoint()
         stub = renderer.operation(target)
-        text = _join(renderer.declarations(), [*stubs, stub])
-        if len(text) > max_chars - 200 and stubs:
+        if stubs and len(_join(renderer.declarations(), [*stubs, stub])) > max_chars - 200:
+            renderer.restore(state)  # its types go with it
             left = len(targets) - shown
             where = f" under {prefix}" if prefix else ""
-            return _join(renderer.declarations(), stubs) + (
-                f"\n# ... {left} more operations{where} not shown: describe a longer path, "
-                "or use forage.search(...).\n"
+            left_out = (
+                f"\n# ... {left} more operation{'s' if left != 1 else ''}{where} not shown: "
+                "describe a longer path, or use forage.search(...).\n"
             )
+            break
         stubs.append(stub)
     text = _join(renderer.declarations(), stubs)
-    if len(text) > max_chars:
+    if len(text) + len(left_out) > max_chars:
         marker = "\n# ... the rest of this declaration is too long to show.\n"
-        return text[: max_chars - len(marker)] + marker
-    return text
+        text = text[: max(0, max_chars - len(marker) - len(left_out))] + marker
+    return text + left_out
 
 
 def _join(declarations: str, stubs: list[str]) -> str:
@@ -243,19 +251,44 @@ class _Bm25:
         for doc in docs:
             frequency.update(doc.keys())
         self._postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        self._concepts: dict[str, dict[int, float]] = {}
         for index, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
             norm = _K1 * (1 - _B + _B * length / average) if average else _K1
             for term, tf in doc.items():
                 idf = math.log(1 + (self._count - frequency[term] + 0.5) / (frequency[term] + 0.5))
                 self._postings[term].append((index, idf * tf * (_K1 + 1) / (tf + norm)))
 
-    def top(self, terms: list[str], limit: int) -> list[int]:
+    def top(self, stems: Iterable[str], limit: int) -> list[int]:
+        """The best documents for the query ``stems``, best first.
+
+        Each stem is a concept: the stem itself, or failing that its best-matching close
+        relative at a lower weight, counts once per document. The sum is scaled by the share
+        of concepts a document covers, so one that answers the whole query beats one that
+        repeats a single word of it.
+        """
         scores: dict[int, float] = defaultdict(float)
-        for term, weight in Counter(terms).items():
-            for index, score in self._postings.get(term, ()):
-                scores[index] += weight * score
-        best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], -item[0]))
-        return [index for index, _ in best]
+        covered: Counter[int] = Counter()
+        concepts = list(dict.fromkeys(stems))
+        for stem in concepts:
+            for index, score in self._concept(stem).items():
+                scores[index] += score
+                covered[index] += 1
+        total = len(concepts)
+        return heapq.nlargest(limit, scores, key=lambda index: (scores[index] * covered[index] / total, -index))
+
+    def _concept(self, stem: str) -> dict[int, float]:
+        """Document -> best weighted score of ``stem`` or a relative; the same for every query."""
+        cached = self._concepts.get(stem)
+        if cached is None:
+            cached = dict(self._postings.get(stem, ()))
+            for related in _RELATED.get(stem, frozenset()) - {stem}:
+                for index, score in self._postings.get(related, ()):
+                    if _RELATED_WEIGHT * score > cached.get(index, 0.0):
+                        cached[index] = _RELATED_WEIGHT * score
+            if len(self._concepts) >= _MAX_CACHED_CONCEPTS:
+                self._concepts.clear()
+            self._concepts[stem] = cached
+        return cached
 
 
 def _document(target: InstalledOperation) -> Counter[str]:
@@ -267,10 +300,10 @@ def _document(target: InstalledOperation) -> Counter[str]:
             fields.append(str(name))
             if isinstance(field, Mapping) and isinstance(field.get("description"), str):
                 fields.append(field["description"])
-    module = target.module
     parts: dict[str, str] = {
         "name": target.relative.replace(".", " "),
-        "path": " ".join(target.path.split(".")[:-1]) + " " + (module.description or ""),
+        # The module's own description is shared by all its operations: it would only blur them.
+        "path": " ".join(target.module.path),
         "description": op.description or "",
         "fields": " ".join(fields),
     }
@@ -286,22 +319,103 @@ _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 def _tokens(text: str) -> list[str]:
     """Lower-case word stems, splitting snake_case, camelCase and dotted paths."""
-    return [_stem(word.lower()) for word in _WORDS.findall(text) if word.lower() not in _STOPWORDS]
+    words = (word.lower() for word in _WORDS.findall(text))
+    return [_stem(word) for word in words if len(word) > 1 and word not in _STOPWORDS]
 
 
+_VOWELS = frozenset("aeiouy")
+
+
+@functools.lru_cache(maxsize=16_384)
 def _stem(word: str) -> str:
-    """A light suffix stripper: enough to meet "notes" with "note" and "opening" with "open"."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
-        return word[:-2]
-    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
+    """A small, consistent suffix stripper in the spirit of Porter's.
+
+    "notes" and "note", "created", "creates", "creating" and "create", "attachment" and
+    "attached" each end up as one stem.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses") or word.endswith(("ches", "shes", "xes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ment", "ing", "ed", "ion"):
+        stem = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem) >= 3 and _VOWELS & set(stem):
+            if suffix == "ion" and not stem.endswith(("t", "s")):
+                continue
+            word = stem
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # "stopped" -> "stop"
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
     return word
+
+
+# Close relatives among the words people use for what apps do. General vocabulary, not any
+# one catalog's: a word reaches the others in its group at _RELATED_WEIGHT.
+_RELATED_GROUPS = (
+    "create add new make compose write draft start schedule book post",
+    "delete remove cancel trash erase discard drop destroy",
+    "update change edit modify set rename move reschedule adjust",
+    "list show all browse enumerate",
+    "get read view fetch retrieve detail info look",
+    "search find look lookup query seek locate",
+    "send email mail message post reply forward share notify",
+    "event meeting appointment invite invitation calendar",
+    "message email mail chat text conversation",
+    "file document doc attachment pdf upload download drive folder",
+    "track song music tune album artist playlist",
+    "pay payment money transfer refund charge bill invoice",
+    "balance money fund account",
+    "transaction spend spending purchase expense",
+    "temperature warm warmer cold colder heat heating cool thermostat",
+    "weather forecast rain temperature storm wind",
+    "alert warning warn storm",
+    "route direction navigate drive travel commute",
+    "distance far duration travel",
+    "window app application",
+    "screenshot screen capture snapshot picture image photo",
+    "task todo reminder remind chore",
+    "complete done finish check",
+    "contact person people user",
+    "repo repository project codebase",
+    "issue bug ticket problem",
+    "pull pr merge review",
+    "approve accept review",
+    "restore undelete recover",
+    "save store keep upload",
+    "launch start open run",
+    "quit close exit stop",
+    "light lamp bright dim",
+    "lock unlock door",
+    "play resume listen",
+    "pause stop",
+    "volume loud louder quiet",
+    "web internet online",
+    "place location venue restaurant shop address",
+    "reaction react emoji",
+    "comment reply respond",
+    "release version publish tag",
+    "build ci workflow pipeline action",
+    "commit change history",
+    "channel conversation room thread",
+)
+
+
+def _relatives() -> dict[str, frozenset[str]]:
+    related: dict[str, set[str]] = defaultdict(set)
+    for group in _RELATED_GROUPS:
+        stems = {_stem(word) for word in group.split()}
+        for stem in stems:
+            related[stem] |= stems - {stem}
+    return {stem: frozenset(others) for stem, others in related.items()}
+
+
+_RELATED = _relatives()
 
 
 def _one_line(description: str | None) -> str:

@@ -326,6 +326,8 @@ class ExecuteTool:
             session_id=services.session_id,
             signal=controller.signal,
             helpers=self._helpers,
+            max_input_bytes=self._options.max_operation_input_bytes,
+            max_inflight_input_bytes=self._options.max_inflight_input_bytes,
         )
         request = SandboxRequest(
             execution_id=execution_id,
@@ -383,7 +385,10 @@ def bounded_json(value: object, limit: int) -> str | InvalidResult | ResultTooLa
         check_json(value)
     except NotJson as exc:
         return InvalidResult(reason=str(exc))
-    text = dumps_compact(value)  # type: ignore[arg-type]  # check_json proved it is JSON
+    try:
+        text = dumps_compact(value)  # type: ignore[arg-type]  # check_json proved it is JSON
+    except ValueError as exc:  # e.g. an int too long to print
+        return InvalidResult(reason=f"the value cannot be written as JSON: {exc}")
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > limit:
         return ResultTooLarge(size=size, limit=limit)

@@ -27,6 +27,10 @@ class ExecutionOptions:
       to settle before reporting the stop as unacknowledged.
     - ``max_code_bytes``: the submitted program's size (UTF-8).
     - ``max_result_bytes``: the compact JSON of the result; a larger result fails, never truncated.
+    - ``max_operation_input_bytes``: the compact JSON of one operation call's input from a guest;
+      a larger one fails in the guest as a ``ValueError`` before the call is placed.
+    - ``max_inflight_input_bytes``: the input of all of one run's operation calls still running,
+      together: a guest cannot make the host hold more than this by calling concurrently.
     - ``sandbox_capacity``: how many sandbox runs may be in flight runtime-wide; ``None`` derives it
       from the available cores (clamped to 2..32). An explicit value is used as given.
     - ``admission_wait_ms``: how long a run may queue for a slot (1..900,000); ``None`` means the
@@ -37,11 +41,20 @@ class ExecutionOptions:
     abort_grace_ms: int = 2_000
     max_code_bytes: int = 64 * 1024
     max_result_bytes: int = 64 * 1024
+    max_operation_input_bytes: int = 1024 * 1024
+    max_inflight_input_bytes: int = 16 * 1024 * 1024
     sandbox_capacity: int | None = None
     admission_wait_ms: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("timeout_ms", "abort_grace_ms", "max_code_bytes", "max_result_bytes"):
+        for name in (
+            "timeout_ms",
+            "abort_grace_ms",
+            "max_code_bytes",
+            "max_result_bytes",
+            "max_operation_input_bytes",
+            "max_inflight_input_bytes",
+        ):
             check_int(f"ExecutionOptions.{name}", getattr(self, name))
         if self.sandbox_capacity is not None:
             check_int("ExecutionOptions.sandbox_capacity", self.sandbox_capacity)

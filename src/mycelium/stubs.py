@@ -50,12 +50,21 @@ class StubRenderer:
         if documented:
             paragraphs.append("\n".join(f"{name}: {_clip(text)}" for name, text in documented))
         paragraphs.append(f"Access: {labels}.")
-        body = "\n\n".join(paragraphs).replace("\n", "\n    ").replace("\n    \n", "\n\n")
+        body = _docstring("\n\n".join(paragraphs)).replace("\n", "\n    ").replace("\n    \n", "\n\n")
         return f"# {target.path}\nasync def {leaf}({parameters}) -> {output}:\n    \"\"\"{body}\n    \"\"\"\n"
 
     def declarations(self) -> str:
         """Every type the rendered operations use, in first-use order."""
         return "".join(self._declarations.values())
+
+    def checkpoint(self) -> tuple[dict[str, str], dict[str, str], set[str]]:
+        """The renderer's state, to :meth:`restore` if a stub rendered since is not used."""
+        return dict(self._declarations), dict(self._names), set(self._reserved)
+
+    def restore(self, state: tuple[dict[str, str], dict[str, str], set[str]]) -> None:
+        """Forget every type declared since ``state`` was taken."""
+        declarations, names, reserved = state
+        self._declarations, self._names, self._reserved = dict(declarations), dict(names), set(reserved)
 
     def render(self, targets: Iterable[InstalledOperation]) -> str:
         """Types, then the stubs of ``targets``."""
@@ -120,6 +129,10 @@ class StubRenderer:
         resolved = [_resolve(part, root) for part in parts]
         if all(part.get("type") == "object" or "properties" in part for part in resolved):
             merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
+            for key in ("title", "description"):
+                found = next((part[key] for part in resolved if key in part), None)
+                if found is not None:
+                    merged[key] = found
             for part in resolved:
                 merged["properties"].update(part.get("properties", {}))
                 merged["required"].extend(part.get("required", ()))
@@ -132,7 +145,9 @@ class StubRenderer:
         if not isinstance(properties, Mapping) or not properties:
             value = self._type(extra, root, f"{hint}Value", depth + 1) if isinstance(extra, Mapping) else "Any"
             return f"dict[str, {value}]"
-        fingerprint = json.dumps(schema, sort_keys=True, default=str)
+        # A `$ref` inside means the same text can name different types under different roots.
+        keyed = {"schema": schema, "defs": root.get("$defs")} if "$ref" in json.dumps(schema, default=str) else schema
+        fingerprint = json.dumps(keyed, sort_keys=True, default=str)
         if fingerprint in self._names:
             return self._names[fingerprint]
         name = self._unique(_type_name(str(schema.get("title") or hint)))
@@ -163,7 +178,7 @@ class StubRenderer:
         if all(_is_name(key) for key, _, _ in fields):
             lines = [f"class {name}(TypedDict):"]
             if isinstance(description, str) and description.strip():
-                lines.append(f'    """{_clip(description)}"""')
+                lines.append(f'    """{_docstring(_clip(description))}"""')
             lines.extend(f"    {key}: {kind}" + (f"  # {note}" if note else "") for key, kind, note in fields)
         else:
             body = ", ".join(f"{json.dumps(key)}: {kind}" for key, kind, _ in fields)
@@ -181,7 +196,7 @@ class StubRenderer:
 
     def _unique(self, name: str) -> str:
         candidate, suffix = name, 2
-        while candidate in self._reserved:
+        while candidate in self._reserved or keyword.iskeyword(candidate):
             candidate = f"{name}{suffix}"
             suffix += 1
         self._reserved.add(candidate)
@@ -232,6 +247,12 @@ def _literal(value: object) -> str:
     """A JSON value as Python source, or ``...`` when it is too long to be worth showing."""
     text = repr(value)
     return text if len(text) <= 60 else "..."
+
+
+def _docstring(text: str) -> str:
+    """``text`` made safe inside a triple-quoted docstring."""
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return text + " " if text.endswith('"') else text
 
 
 def _clip(text: str) -> str:

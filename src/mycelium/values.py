@@ -12,12 +12,15 @@ import json
 import math
 from typing import TypeAlias
 
-__all__ = ["MAX_JSON_DEPTH", "JsonValue", "NotJson", "check_json", "dumps_compact"]
+__all__ = ["MAX_INT_DIGITS", "MAX_JSON_DEPTH", "JsonValue", "NotJson", "check_json", "dumps_compact"]
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 
 MAX_JSON_DEPTH = 256
-_SCALARS = (type(None), bool, int, str)
+MAX_INT_DIGITS = 4_300
+"""Python refuses to print a longer int (``sys.get_int_max_str_digits``); JSON text needs one."""
+_MAX_INT_BITS = int(MAX_INT_DIGITS * 3.3219280948873626)  # digits * log2(10), a little under
+_SCALARS = (type(None), bool, str)
 
 
 class NotJson(ValueError):
@@ -37,6 +40,10 @@ def check_json(value: object) -> None:
             open_ids.pop(exits.pop()[0], None)
         kind = type(item)
         if kind in _SCALARS:
+            continue
+        if kind is int:
+            if item.bit_length() > _MAX_INT_BITS:  # type: ignore[attr-defined]
+                raise NotJson(f"{_at(where)} is an integer of more than {MAX_INT_DIGITS} digits")
             continue
         if kind is float:
             if not math.isfinite(item):  # type: ignore[arg-type]

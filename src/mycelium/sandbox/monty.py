@@ -330,9 +330,13 @@ class _GuestRun:
             if len(self.calls) >= self._max_calls:
                 raise RuntimeError(f"this run made more than {self._max_calls} operation calls")
             value = guest_input(path, args, kwargs)
+            try:
+                pending = callback(value)
+            except InvalidInput as exc:  # refused before it was placed (too large, say)
+                raise ValueError(str(exc)) from None
             tracked = _Call(path)
             self.calls.append(tracked)
-            tracked.coroutine = tracked.run(callback(value))
+            tracked.coroutine = tracked.run(pending)
             return tracked.coroutine  # type: ignore[no-any-return]
 
         return call

@@ -1,0 +1,33 @@
+class Tree(TypedDict):
+    """A labelled tree; each node may carry a shape."""
+    label: str
+    shape: NotRequired[Circle | Square | None]
+    children: NotRequired[list[Tree]]  # Sub-trees, drawn left to right.
+
+class Circle(TypedDict):
+    """A circle centred on its node."""
+    kind: Literal['circle']
+    radius: float  # Radius in pixels.
+
+class Square(TypedDict):
+    """An axis-aligned square centred on its node."""
+    kind: Literal['square']
+    side: float  # Side length in pixels.
+
+class DrawResult(TypedDict):
+    drawn: int  # How many nodes were drawn.
+    bounds: tuple[float, float, float, float]
+    warnings: list[str]
+
+
+# apps.canvas.shapes.draw
+async def draw(*, tree: Tree, style: Literal['outline', 'filled'] = 'outline', scale: float | None = None, layer: str | None = None) -> DrawResult:
+    """Draw a tree of shapes on the canvas.
+
+    Nothing is erased first; draw onto an empty layer to start clean.
+
+    tree: The root of the tree to draw.
+    scale: Zoom factor; None fits the canvas.
+
+    Access: write; a person confirms each call.
+    """
