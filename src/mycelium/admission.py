@@ -102,6 +102,11 @@ class SandboxSlots:
         """
         if signal.aborted:
             return "aborted"
+        try:
+            self._semaphore.acquire_nowait()  # a free slot needs no trip round the event loop
+            return "admitted"
+        except anyio.WouldBlock:
+            pass
         with anyio.CancelScope(deadline=until) as scope:
             stop_watching = signal.add_listener(lambda _: scope.cancel())
             try:

@@ -43,7 +43,6 @@ AccessLabel: TypeAlias = Literal["read", "write"]
 SchemaSpec: TypeAlias = Any
 """A pydantic model class, any type a pydantic ``TypeAdapter`` accepts, or a JSON Schema dict."""
 
-_EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 class SchemaViolation(Exception):
@@ -143,6 +142,25 @@ class JsonSchema:
             raise SchemaViolation([f"{_location(error.path)}: {error.message}" for error in errors])
 
 
+class EmptyObject:
+    """The schema of an absent input: an object with no keys. Decodes to ``{}``."""
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "object", "properties": {}, "additionalProperties": False}
+
+    def decode(self, value: object) -> object:
+        if type(value) is not dict:
+            raise SchemaViolation([f"(value): expected an object with no keys, got {type(value).__name__}"])
+        if value:
+            raise SchemaViolation([f"{key}: this operation takes no input" for key in value])
+        return {}
+
+    def encode(self, value: object) -> JsonValue:
+        self.decode(value)
+        return {}
+
+
 class AnyJson:
     """The schema of an absent output: any JSON value, passed through unchanged."""
 
@@ -164,7 +182,7 @@ class AnyJson:
 def schema_for(spec: SchemaSpec, *, side: Literal["input", "output"]) -> Schema:
     """Build the schema for an ``input=`` or ``output=`` argument (``None`` means the default)."""
     if spec is None:
-        return JsonSchema(_EMPTY_OBJECT_SCHEMA, side=side) if side == "input" else AnyJson()
+        return EmptyObject() if side == "input" else AnyJson()
     if isinstance(spec, Mapping):
         return JsonSchema(spec, side=side)
     return PydanticSchema(spec, side=side)

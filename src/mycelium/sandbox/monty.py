@@ -175,6 +175,8 @@ class MontySandbox:
                 await anyio.sleep(_CLOSE_PAUSE_SECS)
 
     async def _ensure_pool(self) -> AsyncMonty:
+        if self._pool is not None:  # the common case: no lock, no trip round the event loop
+            return self._pool
         async with self._lock:
             if self._pool is None:
                 pool = AsyncMonty(
@@ -352,7 +354,8 @@ class _GuestRun:
                 call.coroutine.close()  # never started, so never awaited by anyone
                 call.settled.set()
         for call in self.calls:
-            await call.settled.wait()
+            if not call.settled.is_set():
+                await call.settled.wait()
 
     def check_awaited(self, value: object) -> None:
         """Fail the run if its value holds the placeholder of a call that was never awaited."""
