@@ -293,8 +293,10 @@ class Capabilities:
                 snapshot = await self._acquire(candidate, signal, fresh)
             count += len(snapshot.modules)
             if count > MAX_MODULES:
+                # Blame what changed: the newest snapshot taken for this candidate, if any.
+                culprit = fresh[-1].source_id if fresh else candidate.id
                 raise MyceliumSourceError(
-                    candidate.id, "acquire", f"the graph would hold {count} modules; the limit is {MAX_MODULES}"
+                    culprit, "acquire", f"the graph would hold {count} modules; the limit is {MAX_MODULES}"
                 )
             chosen.append(snapshot)
         modules = [*self._static, *(module for snapshot in chosen for module in snapshot.modules)]
