@@ -46,14 +46,19 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-async def measure(run: Callable[[], Awaitable[object]], runs: int) -> list[float]:
+async def measure(
+    first: Callable[[], Awaitable[object]], second: Callable[[], Awaitable[object]], runs: int
+) -> tuple[list[float], list[float]]:
+    """Latency samples (ms) of two runners, interleaved so that drift on a shared machine hits both."""
     for _ in range(max(5, runs // 10)):  # warm the pool and the caches
-        await run()
-    samples = []
+        await first()
+        await second()
+    samples: tuple[list[float], list[float]] = ([], [])
     for _ in range(runs):
-        started = time.perf_counter()
-        await run()
-        samples.append((time.perf_counter() - started) * 1000)
+        for run, into in ((first, samples[0]), (second, samples[1])):
+            started = time.perf_counter()
+            await run()
+            into.append((time.perf_counter() - started) * 1000)
     return samples
 
 
@@ -103,8 +108,7 @@ async def main(runs: int, seconds: float) -> None:
             print(f"latency, {runs} runs each (ms)")
             print(f"{'scenario':<22} {'bare p50':>9} {'bare p99':>9} {'ours p50':>9} {'ours p99':>9} {'ratio':>6}")
             for name, code in SCENARIOS.items():
-                floor = await measure(bare(code), runs)
-                mine = await measure(ours(code), runs)
+                floor, mine = await measure(bare(code), ours(code), runs)
                 ratio = statistics.median(mine) / statistics.median(floor)
                 print(
                     f"{name:<22} {statistics.median(floor):9.3f} {percentile(floor, 0.99):9.3f} "

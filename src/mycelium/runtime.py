@@ -47,8 +47,7 @@ class _Holds:
 
     def __init__(self) -> None:
         self.count = 0
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._idle: anyio.Event | None = None  # made only when somebody waits
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -59,17 +58,18 @@ class _Holds:
             self.release()
 
     def acquire(self) -> None:
-        if self.count == 0:
-            self._idle = anyio.Event()
         self.count += 1
 
     def release(self) -> None:
         self.count -= 1
-        if self.count == 0:
+        if self.count == 0 and self._idle is not None:
             self._idle.set()
+            self._idle = None
 
     async def wait_idle(self) -> None:
         while self.count:
+            if self._idle is None:
+                self._idle = anyio.Event()
             await self._idle.wait()
 
 

@@ -30,7 +30,7 @@ class AbortSignal:
     def __init__(self) -> None:
         self._aborted = False
         self._reason: object = None
-        self._event = anyio.Event()
+        self._event: anyio.Event | None = None  # made only when somebody waits
         self._listeners: list[Callable[[object], object]] = []
 
     @property
@@ -45,6 +45,10 @@ class AbortSignal:
 
     async def wait(self) -> None:
         """Return once the signal is aborted (at once if it already is)."""
+        if self._aborted:
+            return
+        if self._event is None:
+            self._event = anyio.Event()
         await self._event.wait()
 
     def throw_if_aborted(self) -> None:
@@ -74,7 +78,8 @@ class AbortSignal:
             return False
         self._aborted = True
         self._reason = reason
-        self._event.set()
+        if self._event is not None:
+            self._event.set()
         listeners, self._listeners = self._listeners, []
         for listener in listeners:
             listener(reason)
