@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from .admission import AdmissionPolicy, BackingWork, SandboxSlots
-from .bindings import Execution, Invoker
+from .bindings import BindingCallback, Execution, Invoker
 from .discovery import FORAGE_MODULE_ID, Catalog, forage_bindings, namespace_tree, render_bounded
 from .errors import new_reference
 from .failures import (
@@ -47,6 +47,7 @@ __all__ = [
     "ExecuteServices",
     "ExecuteTool",
     "PreparedExecute",
+    "RevisionView",
     "ToolCall",
     "ToolDefinition",
     "ToolResult",
@@ -174,26 +175,43 @@ _DEADLINE = "deadline"
 _CALLER = "caller"
 
 
+@dataclass(frozen=True)
+class RevisionView:
+    """What every lease of one revision shares: its catalog, tool definition and request tables."""
+
+    graph: OperationGraph
+    catalog: Catalog
+    definition: ToolDefinition
+    helpers: Mapping[str, Mapping[str, BindingCallback]]
+    namespace_paths: Mapping[str, tuple[str, ...]]
+    module_ids: Mapping[str, str]
+
+    @classmethod
+    def build(cls, graph: OperationGraph, sandbox_notes: str | None = None) -> RevisionView:
+        """Build the view of ``graph`` once; leases of the revision reuse it."""
+        catalog = Catalog(graph)
+        return cls(
+            graph=graph,
+            catalog=catalog,
+            definition=execute_definition(catalog, sandbox_notes),
+            helpers={"forage": forage_bindings(catalog)},
+            namespace_paths={"forage": ("forage",), **{m.transport: m.path for m in graph.modules}},
+            module_ids={"forage": FORAGE_MODULE_ID, **{m.transport: m.id for m in graph.modules}},
+        )
+
+
 class ExecuteTool:
     """The ``execute`` tool of one lease. Its graph, and so its bindings, never change."""
 
     def __init__(
-        self,
-        *,
-        graph: OperationGraph,
-        catalog: Catalog,
-        definition: ToolDefinition,
-        services: ExecuteServices,
-        hold: Callable[[], AbstractContextManager[None]],
+        self, *, view: RevisionView, services: ExecuteServices, hold: Callable[[], AbstractContextManager[None]]
     ) -> None:
-        self._graph = graph
-        self._helpers = {"forage": forage_bindings(catalog)}
-        self._namespace_paths = {"forage": ("forage",), **{m.transport: m.path for m in graph.modules}}
-        self._module_ids = {"forage": FORAGE_MODULE_ID, **{m.transport: m.id for m in graph.modules}}
+        self._view = view
+        self._graph = view.graph
         self._services = services
         self._options = services.options
         self._hold = hold
-        self.definition = definition
+        self.definition = view.definition
 
     def prepare(self, call: ToolCall) -> PreparedExecute:
         """Validate a tool call's arguments. Bad arguments give a call whose result is ``invalid-arguments``."""
@@ -325,7 +343,7 @@ class ExecuteTool:
             tool_call_id=attempt.tool_call_id,
             session_id=services.session_id,
             signal=controller.signal,
-            helpers=self._helpers,
+            helpers=self._view.helpers,
             max_input_bytes=self._options.max_operation_input_bytes,
             max_inflight_input_bytes=self._options.max_inflight_input_bytes,
         )
@@ -334,8 +352,8 @@ class ExecuteTool:
             code=code,
             timeout_ms=max(1, round((deadline - anyio.current_time()) * 1000)),
             bindings=execution.bindings,
-            namespace_paths=self._namespace_paths,
-            modules=self._module_ids,
+            namespace_paths=self._view.namespace_paths,
+            modules=self._view.module_ids,
             session_id=services.session_id,
             on_log=attempt.logs.append,
         )

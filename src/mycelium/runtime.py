@@ -25,7 +25,7 @@ from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
 from .discovery import Catalog
 from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
-from .execute import ExecuteServices, ExecuteTool, ToolDefinition, execute_definition
+from .execute import ExecuteServices, ExecuteTool, RevisionView
 from .failures import FailureEvidence
 from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer
@@ -134,9 +134,7 @@ class Runtime:
         self._invoker = self._services.invoker
         self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
         # Built once per revision, shared by its leases and dropped with the revision's graph.
-        self._views: weakref.WeakKeyDictionary[OperationGraph, tuple[Catalog, ToolDefinition]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._views: weakref.WeakKeyDictionary[OperationGraph, RevisionView] = weakref.WeakKeyDictionary()
         self._leases = _Holds()
         self._closed = False
         self._announced_limits: set[str] = set()
@@ -180,10 +178,9 @@ class Runtime:
             raise
         view = self._views.get(revision.graph)
         if view is None:
-            catalog = Catalog(revision.graph)
             notes = getattr(self.sandbox, "guest_notes", None)
-            view = self._views[revision.graph] = (catalog, execute_definition(catalog, notes))
-        return Lease(self, revision, *view)
+            view = self._views[revision.graph] = RevisionView.build(revision.graph, notes)
+        return Lease(self, revision, view)
 
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[Lease]:
@@ -271,19 +268,17 @@ class Lease:
     lease's whole life. After :meth:`release`, using it raises :class:`LeaseReleased`.
     """
 
-    def __init__(self, runtime: Runtime, revision: Revision, catalog: Catalog, definition: ToolDefinition) -> None:
+    def __init__(self, runtime: Runtime, revision: Revision, view: RevisionView) -> None:
         self._runtime = runtime
         self._revision = revision
         self.graph = revision.graph
         """The captured operation graph (host-side; models see the catalog)."""
         self.revision = revision.number
-        self._catalog = catalog
+        self._catalog = view.catalog
         self._released = False
         self._runs = _Holds()
         services = runtime._services
-        self._execute_tool = ExecuteTool(
-            graph=revision.graph, catalog=catalog, definition=definition, services=services, hold=self._hold
-        )
+        self._execute_tool = ExecuteTool(view=view, services=services, hold=self._hold)
         self._tools = tuple(
             GatedTool(
                 tool,
