@@ -17,6 +17,8 @@ import asyncio
 import statistics
 import time
 
+from stats import percentile
+
 from mycelium import AcquireContext, Acquired, Module, Runtime, operation, source
 from mycelium.testing import rejecting_sandbox
 
@@ -46,10 +48,6 @@ def make_source(index: int):  # type: ignore[no-untyped-def]
 
     return source(id=f"source-{index:03d}", acquire=acquire)
 
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def report(name: str, samples: list[float], unit: str, target: float) -> None:

@@ -38,6 +38,7 @@ from catalogs import (
     operation_count,
     plural,
 )
+from stats import percentile
 
 from mycelium.discovery import Catalog
 from mycelium.graph import build_graph
@@ -89,10 +90,6 @@ def natural_queries(count: int, seed: int) -> list[str]:
         queries.append(text + rng.choice(_SUFFIXES))
     return queries
 
-
-def percentile(samples: Sequence[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def timed_ms(calls: Sequence[Callable[[], object]], warmup: int = 20) -> list[float]:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 from pydantic_monty import AsyncMonty, ExternalModule
+from stats import percentile
 
 from mycelium import ExecutionOptions, Module, Runtime, operation
 from mycelium.sandbox.monty import MontySandbox
@@ -40,10 +41,6 @@ class Pong(BaseModel):
 async def bare_ping() -> dict[str, str]:
     return {"value": "pong"}
 
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 async def measure(
