@@ -653,3 +653,22 @@ def test_the_execute_description_states_the_language_rules(apps: Catalog) -> Non
         assert re.search(r"(no|missing)[^.]*\bimports?\b", description, re.IGNORECASE | re.DOTALL), description
         assert "forage.search" in description
         assert "forage.describe" in description
+
+
+def test_search_finds_an_operation_by_what_it_returns() -> None:
+    from pydantic import BaseModel, Field
+
+    class FileInfo(BaseModel):
+        size_bytes: int = Field(description="How big the file is.")
+        modified: str = Field(description="When the file last changed.")
+
+    files = Module(
+        id="files",
+        name="files",
+        operations={
+            "stat": operation(output=list[FileInfo], execute=lambda: [], description="Look a file up."),
+            "read": operation(execute=lambda: "", description="Read a file's text."),
+        },
+    )
+    catalog = Catalog(build_graph([files], revision=1))
+    assert catalog.search("how big is the file and when was it modified", 1)[0].path == "files.stat"

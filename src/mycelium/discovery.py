@@ -15,6 +15,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .bindings import BindingCallback
 from .graph import InstalledOperation, OperationGraph
@@ -293,25 +294,50 @@ class _Bm25:
 
 def _document(target: InstalledOperation) -> Counter[str]:
     op = target.operation
-    fields: list[str] = []
-    properties = op.input_schema.get("properties")
-    if isinstance(properties, Mapping):
-        for name, field in properties.items():
-            fields.append(str(name))
-            if isinstance(field, Mapping) and isinstance(field.get("description"), str):
-                fields.append(field["description"])
     parts: dict[str, str] = {
         "name": target.relative.replace(".", " "),
         # The module's own description is shared by all its operations: it would only blur them.
         "path": " ".join(target.module.path),
         "description": op.description or "",
-        "fields": " ".join(fields),
+        # What it takes and what it gives back: "how big is it" finds the operation returning `size`.
+        "fields": " ".join([*_field_words(op.input_schema), *_field_words(op.output_schema)]),
     }
     counts: Counter[str] = Counter()
     for field_name, text in parts.items():
         for token in _tokens(text):
             counts[token] += _FIELD_WEIGHTS[field_name]
     return counts
+
+
+def _field_words(schema: Mapping[str, Any]) -> list[str]:
+    """Property names and descriptions of an object schema, or of the objects in an array of them."""
+    words: list[str] = []
+    node: object = schema
+    for _ in range(3):  # through `items` and one `$ref` to the object itself
+        if not isinstance(node, Mapping):
+            return words
+        if isinstance(node.get("items"), Mapping):
+            node = node["items"]
+        elif isinstance(node.get("$ref"), str):
+            node = _local_definition(schema, node["$ref"])
+        else:
+            break
+    properties = node.get("properties") if isinstance(node, Mapping) else None
+    if isinstance(properties, Mapping):
+        for name, field in properties.items():
+            words.append(str(name))
+            if isinstance(field, Mapping) and isinstance(field.get("description"), str):
+                words.append(field["description"])
+    return words
+
+
+def _local_definition(root: Mapping[str, Any], reference: str) -> object:
+    name = reference.rsplit("/", 1)[-1]
+    for key in ("$defs", "definitions"):
+        definitions = root.get(key)
+        if isinstance(definitions, Mapping) and name in definitions:
+            return definitions[name]
+    return None
 
 
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
