@@ -341,3 +341,48 @@ async def test_a_workspace_is_announced_to_the_model_in_the_tool_description(tmp
         without = lease.execute_tool.definition.description
     assert "/workspace" in with_workspace
     assert "/workspace" not in without
+
+
+async def run_checked(code: str, host: Host | None = None) -> ToolResult:
+    return await run(code, host, sandbox=MontySandbox(type_check=True))
+
+
+async def test_type_checking_refuses_a_wrong_argument_type_before_anything_runs() -> None:
+    host = Host()
+    result = await run_checked("x = 1\nfound = await notes.search(query=5)\nreturn found", host)
+    assert isinstance(result.failure, SyntaxFailure)
+    assert result.failure.type_check
+    assert (result.failure.line, result.failure.column) == (2, 28)  # at `query=5`
+    assert "Expected `str`" in result.failure.message
+    assert host.contexts == [], "the operation ran although the program failed its type check"
+
+
+async def test_type_checking_catches_a_result_used_without_await() -> None:
+    result = await run_checked("found = notes.search(query='x')\nreturn found[0]")
+    assert isinstance(result.failure, SyntaxFailure)
+    assert result.failure.type_check
+    assert result.failure.line == 2
+
+
+async def test_type_checking_catches_an_unknown_operation_in_a_nested_namespace() -> None:
+    result = await run_checked("return await env.apps.bazaar.windows.close(url='u')")
+    assert isinstance(result.failure, SyntaxFailure)
+    assert "close" in result.failure.message
+
+
+async def test_type_checked_programs_may_return_at_top_level_gather_and_use_forage() -> None:
+    result = await run_checked(
+        "import asyncio\n"
+        "a, b = await asyncio.gather(notes.search(query='a'), apps.bazaar.windows.open(url='u'))\n"
+        "found = await forage.search('notes')\n"
+        "return [a[0]['title'], b['opened'], len(found) > 0]"
+    )
+    assert result.value == ["about a", "u", True]
+
+
+async def test_a_syntax_error_is_still_reported_at_its_own_line_when_type_checking() -> None:
+    result = await run_checked("x = 1\ny = (\n")
+    assert isinstance(result.failure, SyntaxFailure)
+    assert not result.failure.type_check
+    assert result.failure.line is not None
+    assert result.failure.line >= 2

@@ -26,11 +26,13 @@ from .values import JsonValue
 __all__ = [
     "DEFAULT_SEARCH_LIMIT",
     "FORAGE_MODULE_ID",
+    "FORAGE_STUB",
     "MAX_DESCRIBE_CHARS",
     "MAX_LIST_ENTRIES",
     "MAX_SEARCH_LIMIT",
     "Catalog",
     "CatalogEntry",
+    "NamespaceStubs",
     "forage_bindings",
 ]
 
@@ -140,6 +142,48 @@ class Catalog:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+_STUB_HEADER = "import builtins\nfrom typing import Any, Literal, NotRequired, TypedDict\n\n"
+_ENTRIES = "builtins.list[builtins.dict[builtins.str, Any]]"
+FORAGE_STUB = (
+    _STUB_HEADER
+    + f"async def search(query: builtins.str, limit: builtins.int = {DEFAULT_SEARCH_LIMIT}) -> {_ENTRIES}: ...\n"
+    + f'async def list(prefix: builtins.str = "") -> {_ENTRIES}: ...\n'
+    + "async def describe(path: builtins.str) -> builtins.str: ...\n"
+)
+"""The stub of the guest's ``forage`` namespace, for type checking programs."""
+
+
+class NamespaceStubs(Mapping[str, str]):
+    """Logical namespace path -> stub source of the operations directly in it (and their types).
+
+    For sandboxes that type-check programs. Rendered on first use, then kept: a revision's
+    stubs never change.
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._stubs: dict[str, str] | None = None
+
+    def _rendered(self) -> dict[str, str]:
+        if self._stubs is None:
+            groups: dict[str, list[InstalledOperation]] = defaultdict(list)
+            for target in self._catalog.targets:
+                groups[target.path.rsplit(".", 1)[0]].append(target)
+            self._stubs = {"forage": FORAGE_STUB}
+            for path, members in groups.items():
+                self._stubs[path] = _STUB_HEADER + StubRenderer(qualified=True).render(members)
+        return self._stubs
+
+    def __getitem__(self, path: str) -> str:
+        return self._rendered()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rendered())
+
+    def __len__(self) -> int:
+        return len(self._rendered())
 
 
 def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:

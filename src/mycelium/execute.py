@@ -21,7 +21,14 @@ import anyio
 
 from .admission import AdmissionPolicy, BackingWork, SandboxSlots
 from .bindings import BindingCallback, Execution, Invoker
-from .discovery import FORAGE_MODULE_ID, Catalog, forage_bindings, namespace_tree, render_bounded
+from .discovery import (
+    FORAGE_MODULE_ID,
+    Catalog,
+    NamespaceStubs,
+    forage_bindings,
+    namespace_tree,
+    render_bounded,
+)
 from .errors import new_reference
 from .failures import (
     Cancelled,
@@ -32,6 +39,7 @@ from .failures import (
     InvalidResult,
     ResultTooLarge,
     SandboxBusy,
+    SandboxError,
     Unknown,
 )
 from .graph import OperationGraph
@@ -64,6 +72,7 @@ EXECUTE_INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_PROGRAM_FAULTS = frozenset({"syntax", "guest-exception", "invalid-result", "result-too-large", "invalid-arguments"})
 _MAX_DESCRIPTION_CHARS = 8_192
 _MAX_INLINE_STUB_CHARS = 4_096
 
@@ -185,6 +194,7 @@ class RevisionView:
     helpers: Mapping[str, Mapping[str, BindingCallback]]
     namespace_paths: Mapping[str, tuple[str, ...]]
     module_ids: Mapping[str, str]
+    stubs: Mapping[str, str]
 
     @classmethod
     def build(cls, graph: OperationGraph, sandbox_notes: str | None = None) -> RevisionView:
@@ -197,6 +207,7 @@ class RevisionView:
             helpers={"forage": forage_bindings(catalog)},
             namespace_paths={"forage": ("forage",), **{m.transport: m.path for m in graph.modules}},
             module_ids={"forage": FORAGE_MODULE_ID, **{m.transport: m.id for m in graph.modules}},
+            stubs=NamespaceStubs(catalog),
         )
 
 
@@ -356,6 +367,7 @@ class ExecuteTool:
             modules=self._view.module_ids,
             session_id=services.session_id,
             on_log=attempt.logs.append,
+            stubs=self._view.stubs,
         )
         return services.slots.start(lambda: services.sandbox.execute(request, controller.signal))
 
@@ -385,13 +397,16 @@ class ExecuteTool:
             duration_ms=(anyio.current_time() - attempt.started) * 1000,
             cause=cause,
         )
-        logger.warning(
+        # The program's own mistakes are routine; the rest is the operator's concern.
+        level = logging.INFO if failure.code in _PROGRAM_FAULTS else logging.WARNING
+        logger.log(
+            level,
             "execute %s (tool call %s) failed: %s, reference %s",
             evidence.execution_id,
             evidence.tool_call_id,
             failure.code,
             evidence.reference,
-            exc_info=cause,
+            exc_info=None if isinstance(cause, SandboxError) else cause,
         )
         await notify(services.on_sandbox_failure, evidence, name="on_sandbox_failure")
         return result

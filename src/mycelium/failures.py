@@ -49,6 +49,8 @@ class SyntaxFailure(_FailureBase):
     message: str
     line: int | None = None
     column: int | None = None
+    type_check: bool = False
+    """True when the program parsed but failed its type check against the operations' stubs."""
 
 
 @dataclass(frozen=True)

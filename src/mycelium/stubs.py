@@ -29,8 +29,11 @@ _JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": 
 class StubRenderer:
     """Renders operations and the types they use; types are declared once and named uniquely."""
 
-    def __init__(self, max_depth: int = MAX_DEPTH) -> None:
+    def __init__(self, max_depth: int = MAX_DEPTH, *, qualified: bool = False) -> None:
+        """``qualified`` writes builtin types as ``builtins.list`` and so on, for stub files in
+        which an operation called ``list`` would otherwise shadow the type (type checking)."""
         self._max_depth = max_depth
+        self._builtins = "builtins." if qualified else ""
         self._declarations: dict[str, str] = {}  # name -> rendered declaration, in order of first use
         self._names: dict[str, str] = {}  # fingerprint of an object schema -> its name
         # Names the stubs themselves use can never name a declared type.
@@ -113,12 +116,13 @@ class StubRenderer:
         if isinstance(kind, list):
             return _union([self._type({**schema, "type": member}, root, hint, depth) for member in kind])
         if kind in _JSON_TYPES:
-            return _JSON_TYPES[kind]
+            name = _JSON_TYPES[kind]
+            return name if name == "None" else self._builtins + name
         if kind == "array":
             if isinstance(schema.get("prefixItems"), list):
                 items = [self._type(item, root, f"{hint}Item", depth + 1) for item in schema["prefixItems"]]
-                return f"tuple[{', '.join(items)}]"
-            return f"list[{self._type(schema.get('items', {}), root, f'{hint}Item', depth + 1)}]"
+                return f"{self._builtins}tuple[{', '.join(items)}]"
+            return f"{self._builtins}list[{self._type(schema.get('items', {}), root, f'{hint}Item', depth + 1)}]"
         if kind == "object" or "properties" in schema:
             return self._object(schema, root, hint, depth)
         return "Any"
@@ -144,7 +148,7 @@ class StubRenderer:
         extra = schema.get("additionalProperties", True)
         if not isinstance(properties, Mapping) or not properties:
             value = self._type(extra, root, f"{hint}Value", depth + 1) if isinstance(extra, Mapping) else "Any"
-            return f"dict[str, {value}]"
+            return f"{self._builtins}dict[{self._builtins}str, {value}]"
         # A `$ref` inside means the same text can name different types under different roots.
         keyed = {"schema": schema, "defs": root.get("$defs")} if "$ref" in json.dumps(schema, default=str) else schema
         fingerprint = json.dumps(keyed, sort_keys=True, default=str)

@@ -51,6 +51,9 @@ class SandboxRequest:
     """The host's session, or ``None`` for a session-free host."""
     on_log: Callable[[str], None] | None = field(default=None, repr=False)
     """Where the sandbox sends the program's printed output (already bounded by the sandbox)."""
+    stubs: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Logical namespace path (``apps.bazaar.windows``, ``forage``) -> Python stub source of the
+    operations directly in it, for sandboxes that type-check programs. Rendered on first use."""
 
 
 @runtime_checkable

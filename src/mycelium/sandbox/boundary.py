@@ -59,9 +59,10 @@ def sandbox_failure_message(failure: Failure, reference: str) -> str:
 
 def _describe(failure: Failure) -> str:
     match failure:
-        case SyntaxFailure(message=message, line=line, column=column):
+        case SyntaxFailure(message=message, line=line, column=column, type_check=type_check):
             where = "" if line is None else f" at line {line}" + ("" if column is None else f", column {column}")
-            return f"The program has a syntax error{where}: {_clip(message)}. Fix it and run it again."
+            problem = "failed its type check" if type_check else "has a syntax error"
+            return f"The program {problem}{where}: {_clip(message)}. Fix it and run it again; nothing ran."
         case GuestException(type_name=type_name, message=message):
             return (
                 f"The program raised {_clip(type_name, 80)}: {_clip(message)}. "

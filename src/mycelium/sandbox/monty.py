@@ -16,6 +16,7 @@ replaces it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -35,6 +36,7 @@ from pydantic_monty import (
     MontyError,
     MontyRuntimeError,
     MontySyntaxError,
+    MontyTypingError,
     MountDir,
 )
 
@@ -92,6 +94,11 @@ class MontySandbox:
     - ``pool_size``: worker processes (``None``: Monty's default).
     - ``max_checkouts_per_worker``: recycle a worker after this many runs (workers keep the
       memory a big run used).
+    - ``type_check``: off by default. Before a program runs, Monty's type checker checks it
+      against the operations' stubs (``SandboxRequest.stubs``): a wrong argument type, an
+      unknown operation or a result used without ``await`` fails as ``syntax`` (with
+      ``type_check=True``, the line and column) and nothing runs. It costs a second feed per
+      run and one import per namespace: meant for catalogs of tens of modules, not thousands.
     - ``workspace``: off by default. A callable from session id to a host directory, mounted
       read-write at ``/workspace`` with ``workspace_write_limit_bytes`` per run. Give it a
       directory that holds no code or configuration: files there were written by a guest.
@@ -114,6 +121,7 @@ class MontySandbox:
         max_checkouts_per_worker: int | None = 100,
         workspace: WorkspaceResolver | None = None,
         workspace_write_limit_bytes: int = 16 * MIB,
+        type_check: bool = False,
         unenforced_limits: Iterable[UnenforcedLimit] = (),
     ) -> None:
         for name, value in (
@@ -130,6 +138,8 @@ class MontySandbox:
         for name, optional in (("pool_size", pool_size), ("max_checkouts_per_worker", max_checkouts_per_worker)):
             if optional is not None and (type(optional) is not int or optional <= 0):
                 raise ValueError(f"MontySandbox {name} must be a positive int or None, got {optional!r}")
+        if type(type_check) is not bool:
+            raise ValueError(f"MontySandbox type_check must be True or False, got {type_check!r}")
         if workspace is not None and not callable(workspace):
             raise ValueError("MontySandbox workspace must be a callable from session id to a directory")
         limits = tuple(unenforced_limits)
@@ -148,6 +158,7 @@ class MontySandbox:
         self._recycle = max_checkouts_per_worker
         self._workspace = workspace
         self._workspace_limit = workspace_write_limit_bytes
+        self._type_check = type_check
         self.guest_notes: str | None = (
             f"Files: {WORKSPACE_PATH} is this session's folder; files written there are still there in later "
             "runs of the same session, so keep state you need again in a file there and read it back."
@@ -190,24 +201,37 @@ class MontySandbox:
         """Run ``request.code`` in a fresh Monty session; see the module docstring for limits."""
         signal.throw_if_aborted()
         pool = await self._ensure_pool()
-        guest = _GuestRun(request, self._max_calls)
+        # Without stubs nothing can be checked (every operation would look unknown).
+        type_check = self._type_check and bool(request.stubs)
+        guest = _GuestRun(request, self._max_calls, with_stubs=type_check)
         printed = _PrintBuffer(self._max_print)
         limits: pydantic_monty.ResourceLimits = {
             "max_feed_duration_secs": request.timeout_ms / 1000 + _FEED_LIMIT_SLACK_SECS,
             "max_memory": self._memory_limit,
             "max_recursion_depth": self._recursion,
-            "max_suspensions": self._max_calls + _SUSPENSION_SLACK,
+            "max_suspensions": self._max_calls + _SUSPENSION_SLACK + len(guest.namespaces),
             "max_total_sleep_secs": self._total_sleep,
         }
         mount = self._mount(request.session_id)
         failure: Exception | None = None
         try:
             async with pool.checkout(
-                limits=limits, external_modules=guest.modules, os_policy={"sleep_system_max": self._sleep_max}
+                limits=limits,
+                external_modules=guest.modules,
+                os_policy={"sleep_system_max": self._sleep_max},
+                type_check=type_check,
+                type_check_format="json",
             ) as session:
                 try:
+                    if type_check:
+                        await self._check_types(session, guest, request.code, signal)
                     value = await _until_aborted(
-                        session.feed_run(guest.program(request.code), print_callback=printed.write, mount=mount),
+                        session.feed_run(
+                            guest.program(request.code),
+                            print_callback=printed.write,
+                            mount=mount,
+                            skip_type_check=True,
+                        ),
                         signal,
                     )
                 except MontyError as exc:
@@ -224,6 +248,22 @@ class MontySandbox:
             raise failure
         guest.check_awaited(value)
         return value  # type: ignore[return-value]  # the runtime checks that it is JSON
+
+    async def _check_types(self, session: Any, guest: _GuestRun, code: str, signal: AbortSignal) -> None:
+        """Type-check the program against the operations' stubs; raise ``SandboxError`` if it fails.
+
+        The program is checked as the body of an async function that is never called, so a
+        top-level ``return`` is legal and nothing of it runs. A syntax error is left for the
+        real feed to report, at the guest's own line.
+        """
+        try:
+            await _until_aborted(session.feed_run(guest.checked_program(code)), signal)
+        except MontySyntaxError:
+            return
+        except MontyTypingError as exc:
+            failure = _type_failure(exc.display())
+            if failure is not None:
+                raise SandboxError(failure) from None
 
     def _mount(self, session_id: str | None) -> MountDir | None:
         if self._workspace is None:
@@ -301,18 +341,27 @@ class _Call:
 class _GuestRun:
     """The guest-facing side of one run: its modules, and every call it makes."""
 
-    def __init__(self, request: SandboxRequest, max_calls: int) -> None:
+    def __init__(self, request: SandboxRequest, max_calls: int, *, with_stubs: bool = False) -> None:
         self._max_calls = max_calls
         self._timeout_ms = request.timeout_ms
+        self._stubs = request.stubs if with_stubs else None
         self.calls: list[_Call] = []
+        self.namespaces: list[str] = []  # every namespace's dotted path, for the type checker's imports
         top = {name: self._module(node, name) for name, node in namespace_tree(request).items()}
-        self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top))}
+        self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top), stubs=self._stub(""))}
         # One line binding the names spares the guest an `import`; reported lines skip it.
         self._prelude = "import " + ", ".join(sorted(self.modules)) + "\n"
 
     def program(self, code: str) -> str:
         """The code as fed to Monty: the prelude line, then the guest's own lines."""
         return self._prelude + code
+
+    def checked_program(self, code: str) -> str:
+        """The code as the type checker sees it: every namespace imported, then the program as
+        the body of an async function (so guest line N is line N + 2, indented by 4)."""
+        imports = ", ".join(["forage", *(path for name in self.namespaces for path in (name, f"env.{name}"))])
+        body = "".join(f"    {line}\n" for line in code.splitlines())
+        return f"import {imports}\nasync def {_CHECKED_FUNCTION}():\n{body}    pass\n"
 
     def _module(self, node: NamespaceTree | tuple[str, BindingCallback], path: str) -> ExternalModule:
         if not isinstance(node, dict):
@@ -323,7 +372,14 @@ class _GuestRun:
                 attrs[segment] = self._operation(*child)
             else:
                 attrs[segment] = self._module(child, f"{path}.{segment}")
-        return ExternalModule(attrs)
+        if path != "forage":
+            self.namespaces.append(path)
+        return ExternalModule(attrs, stubs=self._stub(path))
+
+    def _stub(self, path: str) -> str | None:
+        if self._stubs is None:
+            return None
+        return self._stubs.get(path, "")
 
     def _operation(self, path: str, callback: BindingCallback) -> Callable[..., Awaitable[JsonValue]]:
         # A plain function returning a coroutine: the call (and its ordinal) is placed the
@@ -404,6 +460,37 @@ class _GuestRun:
                 )
             )
         return SandboxError(TransportLost())
+
+
+_CHECKED_FUNCTION = "__mycelium_program__"
+_CHECKED_LINES_BEFORE = 2  # the imports and the `async def` line
+_CHECKED_INDENT = 4
+
+
+def _type_failure(diagnostics: str) -> SyntaxFailure | None:
+    """The first type-check diagnostic in the guest's own code, at its own line and column.
+
+    ``None`` when the program does not parse: the real feed reports that syntax error
+    with the right position.
+    """
+    try:
+        found = [
+            (str(item["code"]), str(item["message"]), int(item["location"]["row"]), int(item["location"]["column"]))
+            for item in json.loads(diagnostics)
+        ]
+    except (ValueError, TypeError, KeyError):
+        return SyntaxFailure(message="the program failed its type check", type_check=True)
+    if any(code == "invalid-syntax" for code, _, _, _ in found):
+        return None
+    in_program = [item for item in found if item[2] > _CHECKED_LINES_BEFORE] or found
+    if not in_program:
+        return SyntaxFailure(message="the program failed its type check", type_check=True)
+    code, message, row, column = in_program[0]
+    text = f"{message} [{code}]" + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+    if row <= _CHECKED_LINES_BEFORE:
+        return SyntaxFailure(message=_clip(text), type_check=True)
+    line, column = row - _CHECKED_LINES_BEFORE, max(1, column - _CHECKED_INDENT)
+    return SyntaxFailure(message=_clip(text), line=line, column=column, type_check=True)
 
 
 def _guest_line(line: int) -> int:

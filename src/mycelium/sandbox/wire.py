@@ -233,6 +233,7 @@ class _SyntaxPayload(_Envelope):
     message: _Text
     line: _Count | None = None
     column: _Count | None = None
+    type_check: bool = False
 
 
 class _GuestExceptionPayload(_Envelope):
