@@ -310,8 +310,12 @@ async def test_printing_bindings_and_eval_show_only_guest_level_text(host: Host,
     assert "0x7f" not in outcome.result.text, "a host memory address must not leak"
 
 
-async def test_locals_holding_bindings_is_not_a_json_result(host: Host) -> None:
+async def test_locals_exposes_no_host_object(host: Host) -> None:
+    # Namespaces the program never names are not bound at all; bound ones are not JSON.
     outcome = await host.run("locals()")
+    assert outcome.code in (None, "invalid-result"), outcome.result.text
+    assert "0x" not in outcome.result.text
+    outcome = await host.run("x = notes\nlocals()")
     assert outcome.code == "invalid-result", outcome.result.text
 
 

@@ -70,6 +70,7 @@ WORKSPACE_PATH = "/workspace"
 _SUSPENSION_SLACK = 1_000
 # Monty's own feed clock is a backstop: the runtime's wall deadline should fire first.
 _FEED_LIMIT_SLACK_SECS = 0.5
+_IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNAWAITED = re.compile(r"<coroutine external_future\(\d+\)>")
 _MAX_TEXT = 2_000
 # Closing the pool and letting the loop end at once can abort the interpreter (exit code
@@ -349,12 +350,14 @@ class _GuestRun:
         self.namespaces: list[str] = []  # every namespace's dotted path, for the type checker's imports
         top = {name: self._module(node, name) for name, node in namespace_tree(request).items()}
         self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top), stubs=self._stub(""))}
-        # One line binding the names spares the guest an `import`; reported lines skip it.
-        self._prelude = "import " + ", ".join(sorted(self.modules)) + "\n"
-
     def program(self, code: str) -> str:
-        """The code as fed to Monty: the prelude line, then the guest's own lines."""
-        return self._prelude + code
+        """The code as fed to Monty: one line binding the namespaces, then the guest's own lines.
+
+        Only the namespaces the code names are bound (each import costs a trip to the host);
+        the line is there either way, so guest line N is always line N + 1.
+        """
+        named = sorted(self.modules.keys() & set(_IDENTIFIERS.findall(code)))
+        return (f"import {', '.join(named)}" if named else "") + "\n" + code
 
     def checked_program(self, code: str) -> str:
         """The code as the type checker sees it: every namespace imported, then the program as
