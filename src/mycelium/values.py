@@ -29,6 +29,8 @@ class NotJson(ValueError):
 
 def check_json(value: object) -> None:
     """Raise :class:`NotJson` unless ``value`` is a JSON value (see the module docstring)."""
+    if _plain(value) or (type(value) is dict and all(type(key) is str and _plain(v) for key, v in value.items())):
+        return  # the common small cases, without the walk
     # Iterative walk: a hostile value may be nested far deeper than Python's recursion limit.
     stack: list[tuple[object, str, int]] = [(value, "", 0)]
     # Containers on the current path, so a shared (non-cyclic) sub-value is not a cycle.
@@ -68,6 +70,12 @@ def check_json(value: object) -> None:
         else:
             sequence: list[object] = item  # type: ignore[assignment]
             stack.extend((child, f"{where}/{index}", depth + 1) for index, child in reversed(list(enumerate(sequence))))
+
+
+def _plain(value: object) -> bool:
+    """A scalar that is certainly JSON: no float (NaN) and no int too long to print."""
+    kind = type(value)
+    return kind in _SCALARS or (kind is int and -(2**63) <= value < 2**63)  # type: ignore[operator]
 
 
 def dumps_compact(value: JsonValue) -> str:
