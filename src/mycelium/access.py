@@ -155,7 +155,9 @@ class AccessGate:
         An exception from ``session_grants`` or ``confirm`` propagates: it is a host failure.
         """
         op = target.operation
-        reason = _grant_refusal(await self._grant(target.module.grant_key), op.access)
+        key = target.module.grant_key
+        grant = self._host_grant(key) if self._access.session_grants is None else await self._grant(key)
+        reason = _grant_refusal(grant, op.access)
         if reason is None and op.confirm:
             reason = await self._ask(target, context, raw)
         if reason is None:
@@ -179,6 +181,10 @@ class AccessGate:
                 grant = stored[key]
                 # A malformed stored grant fails closed.
                 return grant if _is_grant(grant) else "none"
+        return self._host_grant(key)
+
+    def _host_grant(self, key: str) -> Grant:
+        access = self._access
         if key in access.grants:
             return access.grants[key]
         return "none" if key in access.required else "write"

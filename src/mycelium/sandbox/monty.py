@@ -323,7 +323,8 @@ class _Call:
         self.path = path
         self.task: asyncio.Task[Any] | None = None
         self.coroutine: Any = None
-        self.settled = anyio.Event()
+        self.settled = False
+        self._waiter: anyio.Event | None = None  # made only for a call the run left behind
         self.failure: OperationFailed | None = None
 
     async def run(self, pending: Awaitable[JsonValue]) -> JsonValue:
@@ -336,7 +337,28 @@ class _Call:
             self.failure = exc
             raise RuntimeError(str(exc)) from None
         finally:
-            self.settled.set()
+            self._settle()
+
+    def _settle(self) -> None:
+        self.settled = True
+        if self._waiter is not None:
+            self._waiter.set()
+
+    def cancel(self) -> None:
+        """Cancel the call if it is still running (see :meth:`wait`)."""
+        if self.settled:
+            return
+        if self.task is None:
+            self.coroutine.close()  # never started, so never awaited by anyone
+            self._settle()
+            return
+        self._waiter = anyio.Event()
+        self.task.cancel()
+
+    async def wait(self) -> None:
+        """Return once a cancelled call has settled."""
+        if self._waiter is not None and not self.settled:
+            await self._waiter.wait()
 
 
 class _GuestRun:
@@ -405,16 +427,9 @@ class _GuestRun:
     async def cancel_unawaited(self) -> None:
         """Stop every call still running after the program ended: the program never awaited it."""
         for call in self.calls:
-            if call.settled.is_set():
-                continue
-            if call.task is not None:
-                call.task.cancel()
-            else:
-                call.coroutine.close()  # never started, so never awaited by anyone
-                call.settled.set()
+            call.cancel()
         for call in self.calls:
-            if not call.settled.is_set():
-                await call.settled.wait()
+            await call.wait()
 
     def check_awaited(self, value: object) -> None:
         """Fail the run if its value holds the placeholder of a call that was never awaited."""
