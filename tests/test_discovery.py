@@ -672,3 +672,22 @@ def test_search_finds_an_operation_by_what_it_returns() -> None:
     )
     catalog = Catalog(build_graph([files], revision=1))
     assert catalog.search("how big is the file and when was it modified", 1)[0].path == "files.stat"
+
+
+async def test_forage_takes_its_main_argument_positionally_beside_keywords() -> None:
+    notes = Module(
+        id="notes",
+        name="notes",
+        operations={f"op_{i}": operation(execute=lambda: 1, description="Find notes.") for i in range(5)},
+    )
+
+    async def discover(bindings: GuestNamespace, signal: AbortSignal) -> object:
+        found = await bindings.forage.search("notes", limit=2)
+        listed = await bindings.forage.list("notes")
+        with pytest.raises(TypeError, match="twice"):
+            bindings.forage.search("notes", query="again")
+        return [len(found), len(listed)]
+
+    async with Runtime(modules=[notes], sandbox=direct_sandbox(discover)) as runtime, runtime.lease() as lease:
+        result = await lease.execute_tool.run("...")
+    assert result.value == [2, 5]

@@ -386,3 +386,8 @@ async def test_a_syntax_error_is_still_reported_at_its_own_line_when_type_checki
     assert not result.failure.type_check
     assert result.failure.line is not None
     assert result.failure.line >= 2
+
+
+async def test_forage_is_available_in_monty_with_a_positional_query_and_keywords() -> None:
+    result = await run("found = await forage.search('notes', limit=1)\nreturn [len(found), found[0]['path']]")
+    assert result.value == [1, "notes.search"]

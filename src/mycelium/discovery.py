@@ -212,6 +212,10 @@ def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:
         path, _ = _arguments(value, "path", {})
         return catalog.describe(_text(path, "path"))
 
+    # A positional value is the first keyword: forage.search("query", limit=3).
+    search.positional_name = "query"  # type: ignore[attr-defined]
+    list_.positional_name = "prefix"  # type: ignore[attr-defined]
+    describe.positional_name = "path"  # type: ignore[attr-defined]
     return {"search": search, "list": list_, "describe": describe}
 
 

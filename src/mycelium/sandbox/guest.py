@@ -28,6 +28,7 @@ __all__ = [
     "guest_input",
     "guest_root",
     "namespace_tree",
+    "positional_name",
     "sandbox_operation_path",
     "sandbox_provider_operation_name",
 ]
@@ -55,13 +56,37 @@ def namespace_tree(request: SandboxRequest) -> NamespaceTree:
     return root
 
 
-def guest_input(path: str, args: tuple[object, ...], kwargs: Mapping[str, object]) -> JsonValue:
-    """The one input value for a guest call of ``path``; ``TypeError`` for a wrong call shape."""
+def positional_name(callback: BindingCallback) -> str | None:
+    """The name a binding gives its one positional argument, if it takes one beside keywords.
+
+    Operations take one mapping or keywords. A host helper may instead declare, as the
+    attribute ``positional_name``, that a positional value is its first keyword:
+    ``forage.search("query", limit=3)``.
+    """
+    name = getattr(callback, "positional_name", None)
+    return name if isinstance(name, str) else None
+
+
+def guest_input(
+    path: str, args: tuple[object, ...], kwargs: Mapping[str, object], positional: str | None = None
+) -> JsonValue:
+    """The one input value for a guest call of ``path``; ``TypeError`` for a wrong call shape.
+
+    With ``positional`` (see :func:`positional_name`), one positional value joins the
+    keywords under that name.
+    """
+    if positional is not None and len(args) == 1 and not isinstance(args[0], Mapping):
+        if positional in kwargs:
+            raise TypeError(f"{path}() got {positional!r} twice")
+        return _json_input(path, {positional: args[0], **kwargs})
     if args and kwargs:
         raise TypeError(f"{path}() takes one mapping or keyword arguments, not both")
     if len(args) > 1:
         raise TypeError(f"{path}() takes one mapping or keyword arguments, got {len(args)} positional arguments")
-    value = args[0] if args else dict(kwargs)
+    return _json_input(path, args[0] if args else dict(kwargs))
+
+
+def _json_input(path: str, value: object) -> JsonValue:
     try:
         check_json(value)
     except NotJson as exc:
@@ -79,7 +104,7 @@ class GuestOperation:
         self._callback = callback
 
     def __call__(self, *args: object, **kwargs: object) -> Awaitable[JsonValue]:
-        return self._callback(guest_input(self._path, args, kwargs))
+        return self._callback(guest_input(self._path, args, kwargs, positional_name(self._callback)))
 
     def __repr__(self) -> str:
         return f"<operation {self._path}>"

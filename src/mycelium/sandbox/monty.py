@@ -53,7 +53,7 @@ from ..failures import (
 from ..signals import AbortError, AbortSignal
 from ..values import JsonValue
 from . import UNENFORCED_LIMIT_NOTICES, SandboxRequest, UnenforcedLimit
-from .guest import NamespaceTree, guest_input, namespace_tree
+from .guest import NamespaceTree, guest_input, namespace_tree, positional_name
 
 __all__ = ["MontySandbox", "WorkspaceResolver"]
 
@@ -409,10 +409,12 @@ class _GuestRun:
     def _operation(self, path: str, callback: BindingCallback) -> Callable[..., Awaitable[JsonValue]]:
         # A plain function returning a coroutine: the call (and its ordinal) is placed the
         # moment the guest makes it, before anything is awaited.
+        positional = positional_name(callback)
+
         def call(*args: object, **kwargs: object) -> Awaitable[JsonValue]:
             if len(self.calls) >= self._max_calls:
                 raise RuntimeError(f"this run made more than {self._max_calls} operation calls")
-            value = guest_input(path, args, kwargs)
+            value = guest_input(path, args, kwargs, positional)
             try:
                 pending = callback(value)
             except InvalidInput as exc:  # refused before it was placed (too large, say)
