@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -56,8 +55,6 @@ from . import UNENFORCED_LIMIT_NOTICES, SandboxRequest, UnenforcedLimit
 from .guest import NamespaceTree, guest_input, namespace_tree, positional_name
 
 __all__ = ["MontySandbox", "WorkspaceResolver"]
-
-logger = logging.getLogger("mycelium")
 
 KIB = 1024
 MIB = 1024 * KIB
