@@ -10,7 +10,7 @@ only timed waits are the deadlines under test.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -30,81 +30,7 @@ from mycelium import (
 )
 from mycelium.failures import Cancelled, DeadlineExceeded, SandboxBusy
 from mycelium.sandbox import SandboxRequest
-
-# ---------------------------------------------------------------------------------------------
-# Test sandbox
-
-
-Behaviour = Callable[["Probe", SandboxRequest, AbortSignal], Awaitable[object]]
-
-
-async def gate(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-    """Wait for the test to release the program, whatever the signal says; then return its value."""
-    await probe.release.wait()
-    return probe.value
-
-
-async def honour(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-    """Run until aborted, then stop by raising as a well-behaved sandbox does."""
-    await signal.wait()
-    probe.aborted_at = anyio.current_time()
-    signal.throw_if_aborted()
-    raise AssertionError("unreachable")
-
-
-async def instant(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-    return probe.value
-
-
-def works_for(seconds: float) -> Behaviour:
-    """A program that takes ``seconds`` of work (a deadline inside the sandbox, not a sync point)."""
-
-    async def behave(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-        with anyio.move_on_after(seconds):
-            await signal.wait()
-        return probe.value
-
-    return behave
-
-
-class Probe:
-    """One program's controls and what the sandbox saw when it ran."""
-
-    def __init__(self, behaviour: Behaviour = gate, value: object = "ok") -> None:
-        self.behaviour = behaviour
-        self.value = value
-        self.release = anyio.Event()
-        self.started = anyio.Event()
-        self.settled = anyio.Event()
-        self.calls = 0
-        self.request: SandboxRequest | None = None
-        self.signal: AbortSignal | None = None
-        self.started_at: float | None = None
-        self.aborted_at: float | None = None
-
-
-class ProbeSandbox:
-    """Runs each program by its probe (looked up by the code). NO ISOLATION: it evaluates nothing."""
-
-    adapter = "test"
-    build_sha = None
-
-    def __init__(self, **probes: Probe) -> None:
-        self.probes = probes
-        self.timeline: list[tuple[str, str]] = []
-
-    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> object:
-        probe = self.probes[request.code]
-        probe.calls += 1
-        probe.request, probe.signal = request, signal
-        probe.started_at = anyio.current_time()
-        self.timeline.append(("start", request.code))
-        probe.started.set()
-        try:
-            return await probe.behaviour(probe, request, signal)
-        finally:
-            self.timeline.append(("end", request.code))
-            probe.settled.set()
+from probes import Probe, ProbeSandbox, honour, instant, works_for
 
 
 class Pending:

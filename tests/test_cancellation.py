@@ -21,7 +21,6 @@ import pytest
 from mycelium import (
     AbortController,
     AbortError,
-    AbortSignal,
     ExecutionOptions,
     FailureEvidence,
     Lease,
@@ -41,87 +40,7 @@ from mycelium.failures import (
     SandboxError,
     Unknown,
 )
-from mycelium.sandbox import SandboxRequest
-
-# ---------------------------------------------------------------------------------------------
-# Test sandbox
-
-
-Behaviour = Callable[["Probe", SandboxRequest, AbortSignal], Awaitable[object]]
-
-
-async def gate(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-    """Wait for the test to release the program, whatever the signal says; then return its value."""
-    await probe.release.wait()
-    return probe.value
-
-
-async def honour(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-    """Run until aborted, then stop by raising, as a well-behaved sandbox does."""
-    await signal.wait()
-    probe.aborted_at = anyio.current_time()
-    signal.throw_if_aborted()
-    raise AssertionError("unreachable")
-
-
-async def ignore(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-    """Notice the abort but keep working until the test releases the program."""
-    await signal.wait()
-    probe.aborted_at = anyio.current_time()
-    await probe.release.wait()
-    return probe.value
-
-
-async def late(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-    """Finish successfully right after the abort."""
-    await signal.wait()
-    return probe.value
-
-
-async def instant(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-    return probe.value
-
-
-def raising(exc: BaseException) -> Behaviour:
-    async def behave(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
-        raise exc
-
-    return behave
-
-
-class Probe:
-    """One program's controls and what the sandbox saw when it ran."""
-
-    def __init__(self, behaviour: Behaviour = gate, value: object = "ok") -> None:
-        self.behaviour = behaviour
-        self.value = value
-        self.release = anyio.Event()
-        self.started = anyio.Event()
-        self.settled = anyio.Event()
-        self.calls = 0
-        self.request: SandboxRequest | None = None
-        self.signal: AbortSignal | None = None
-        self.aborted_at: float | None = None
-
-
-class ProbeSandbox:
-    """Runs each program by its probe (looked up by the code). NO ISOLATION: it evaluates nothing."""
-
-    adapter = "test"
-    build_sha: str | None = None
-
-    def __init__(self, **probes: Probe) -> None:
-        self.probes = probes
-
-    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> object:
-        probe = self.probes[request.code]
-        probe.calls += 1
-        probe.request, probe.signal = request, signal
-        probe.started.set()
-        try:
-            return await probe.behaviour(probe, request, signal)
-        finally:
-            probe.settled.set()
+from probes import Behaviour, Probe, ProbeSandbox, gate, honour, ignore, instant, late, raising
 
 
 class ShaSandbox(ProbeSandbox):
