@@ -21,6 +21,7 @@ from .bindings import BindingCallback
 from .graph import InstalledOperation, OperationGraph
 from .operations import AccessLabel
 from .stubs import StubRenderer
+from .text import clip
 from .values import JsonValue
 
 __all__ = [
@@ -124,7 +125,7 @@ class Catalog:
         indexes = list(self._under(path.strip()))
         if not indexes:
             close = ", ".join(entry.path for entry in self.search(path, 3)) if path.strip() else ""
-            shown = path if len(path) <= 100 else path[:97] + "..."
+            shown = clip(path, 100)
             return f"# No operation or namespace {shown!r}." + (f" Close matches: {close}" if close else "")
         return render_bounded([self.targets[index] for index in indexes], max_chars, prefix=path.strip())
 
@@ -495,5 +496,4 @@ _RELATED = _relatives()
 def _one_line(description: str | None) -> str:
     if not description:
         return ""
-    line = " ".join(description.strip().splitlines()[0].split())
-    return line if len(line) <= _MAX_LINE_CHARS else line[: _MAX_LINE_CHARS - 3] + "..."
+    return clip(" ".join(description.strip().splitlines()[0].split()), _MAX_LINE_CHARS)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import secrets
 
+from .text import clip
+
 __all__ = [
     "DefinitionError",
     "InvalidInput",
@@ -87,14 +89,10 @@ MAX_ERROR_ITEM_CHARS = 300
 
 def _bounded_message(head: str, items: list[str]) -> str:
     """Join ``items`` under ``head``, keeping the whole message within ``MAX_ERROR_MESSAGE_CHARS``."""
-    if len(head) > MAX_ERROR_ITEM_CHARS:
-        head = head[: MAX_ERROR_ITEM_CHARS - 3] + "..."
-    lines = [f"{head}:"]
+    lines = [f"{clip(head, MAX_ERROR_ITEM_CHARS)}:"]
     used = len(lines[0])
     for shown, item in enumerate(items):
-        if len(item) > MAX_ERROR_ITEM_CHARS:
-            item = item[: MAX_ERROR_ITEM_CHARS - 3] + "..."
-        line = f"- {item}"
+        line = f"- {clip(item, MAX_ERROR_ITEM_CHARS)}"
         if used + 1 + len(line) > MAX_ERROR_MESSAGE_CHARS - 40:
             lines.append(f"... and {len(items) - shown} more errors")
             break

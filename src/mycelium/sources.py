@@ -34,6 +34,7 @@ from .errors import DefinitionError, MyceliumError, RuntimeClosed
 from .graph import MAX_MODULES, OperationGraph, build_graph
 from .modules import MAX_ID_LENGTH, Module
 from .signals import AbortController, AbortSignal
+from .text import clip
 
 __all__ = [
     "MAX_SOURCES",
@@ -379,7 +380,7 @@ def _raise_all(errors: list[MyceliumSourceError]) -> None:
 
 def _check_label(kind: str, value: object) -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH:
-        shown = value[:40] + "..." if isinstance(value, str) and len(value) > 40 else value
+        shown = clip(value, 43) if isinstance(value, str) else value
         raise ValueError(f"{kind} must be a non-empty string of at most {MAX_ID_LENGTH} characters, got {shown!r}")
     return value
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .graph import InstalledOperation
+from .text import clip
 
 __all__ = ["StubRenderer"]
 
@@ -260,5 +261,4 @@ def _docstring(text: str) -> str:
 
 
 def _clip(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= _MAX_COMMENT_CHARS else line[: _MAX_COMMENT_CHARS - 3] + "..."
+    return clip(" ".join(text.split()), _MAX_COMMENT_CHARS)

@@ -25,6 +25,7 @@ from ..failures import (
     TransportLost,
     Unknown,
 )
+from ..text import clip
 
 __all__ = ["MAX_FAILURE_MESSAGE_CHARS", "failure_from_exception", "sandbox_failure_message"]
 
@@ -111,5 +112,4 @@ def _describe(failure: Failure) -> str:
 
 
 def _clip(text: str, limit: int = _MAX_DETAIL_CHARS) -> str:
-    text = text.strip().rstrip(".")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip(text.strip().rstrip("."), limit)

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Mapping
 from typing import TypeAlias
 
 from ..bindings import BindingCallback
+from ..text import clip
 from ..values import JsonValue, NotJson, check_json
 from . import SandboxRequest
 
@@ -228,5 +229,4 @@ def _encode_segment(segment: str) -> str:
 
 
 def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return clip(repr(value), 120)

@@ -50,6 +50,7 @@ from ..failures import (
     TransportLost,
 )
 from ..signals import AbortError, AbortSignal
+from ..text import clip
 from ..values import JsonValue
 from . import UNENFORCED_LIMIT_NOTICES, SandboxRequest, UnenforcedLimit
 from .guest import NamespaceTree, guest_input, namespace_tree, positional_name
@@ -541,4 +542,4 @@ def _holds_placeholder(value: object) -> bool:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+    return clip(text, _MAX_TEXT)
