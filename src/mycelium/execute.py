@@ -218,7 +218,6 @@ class ExecuteTool:
         self, *, view: RevisionView, services: ExecuteServices, hold: Callable[[], AbstractContextManager[None]]
     ) -> None:
         self._view = view
-        self._graph = view.graph
         self._services = services
         self._options = services.options
         self._hold = hold
@@ -348,7 +347,7 @@ class ExecuteTool:
         """Start the program in the slot just admitted; the work owns the slot until it settles."""
         services = self._services
         execution = Execution(
-            self._graph,
+            self._view.graph,
             services.invoker,
             execution_id=execution_id,
             tool_call_id=attempt.tool_call_id,
