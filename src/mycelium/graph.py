@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from .errors import DefinitionError
-from .modules import Module, flatten_operations
+from .modules import Module, check_guest_names, flatten_operations
 from .operations import Operation
 
 __all__ = ["MAX_MODULES", "InstalledModule", "InstalledOperation", "OperationGraph", "build_graph", "install_alone"]
@@ -91,8 +91,9 @@ class OperationGraph:
 def build_graph(modules: Sequence[Module], *, revision: int) -> OperationGraph:
     """Install ``modules`` as one graph, or raise :class:`DefinitionError` naming the culprit.
 
-    Refuses duplicate module ids, more than :data:`MAX_MODULES` modules, and any key or
-    path conflict inside a module (see :func:`mycelium.modules.flatten_operations`).
+    Refuses duplicate module ids, more than :data:`MAX_MODULES` modules, any key or path
+    conflict inside a module (see :func:`mycelium.modules.flatten_operations`), and names a
+    guest program already has (see :func:`mycelium.modules.check_guest_names`).
     """
     if len(modules) > MAX_MODULES:
         raise DefinitionError(f"{len(modules)} modules is more than the limit of {MAX_MODULES}")
@@ -105,6 +106,8 @@ def build_graph(modules: Sequence[Module], *, revision: int) -> OperationGraph:
         seen.add(module.id)
     # Flatten before allocating so a broken module is reported before anything else.
     leaves = {module.id: flatten_operations(module) for module in modules}
+    for module in modules:
+        check_guest_names(module, leaves[module.id])
     aliases = _allocate_aliases(modules)
     transports = _allocate_transports({module.id: (*module.namespace, aliases[module.id]) for module in modules})
     installed: list[InstalledModule] = []

@@ -10,17 +10,63 @@ from __future__ import annotations
 
 import keyword
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .errors import DefinitionError
 from .operations import AccessLabel, Operation, operation_from_function
 
-__all__ = ["MAX_ID_LENGTH", "RESERVED_NAMES", "Module", "flatten_operations", "is_identifier"]
+__all__ = [
+    "GUEST_BUILTINS",
+    "GUEST_MODULES",
+    "MAX_ID_LENGTH",
+    "RESERVED_NAMES",
+    "Module",
+    "check_guest_names",
+    "flatten_operations",
+    "is_identifier",
+]
 
 MAX_ID_LENGTH = 160
 RESERVED_NAMES = frozenset({"env", "forage"})
 """Top-level guest names Mycelium itself owns."""
+
+# The names a guest program already has, found by probing the real sandbox (Monty 1.4.0);
+# tests/test_guest_names.py probes it again, so an upgrade that changes them fails a test.
+# fmt: off
+GUEST_MODULES = frozenset(
+    {
+        "asyncio", "base64", "binascii", "bisect", "collections", "copy", "csv", "dataclasses", "datetime", "decimal",
+        "functools", "gc", "hashlib", "itertools", "json", "math", "os", "pathlib", "posixpath", "random", "re", "sys",
+        "time", "tomllib", "typing", "unicodedata"
+    }
+)
+"""Modules the sandbox provides: what ``import X`` gives a program, and ``gc``, which Monty reserves.
+
+No namespace segment, at any depth, may be one of these: Monty refuses to build a
+namespace that would replace one of its own modules, so every run would fail.
+"""
+GUEST_BUILTINS = frozenset(
+    {
+        "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "Ellipsis", "Exception",
+        "FileExistsError", "FileNotFoundError", "ImportError", "IndexError", "IsADirectoryError", "KeyError",
+        "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
+        "NotImplemented", "NotImplementedError", "OSError", "OverflowError", "PermissionError", "RecursionError",
+        "RuntimeError", "StopIteration", "SyntaxError", "SystemExit", "TimeoutError", "TypeError", "UnboundLocalError",
+        "UnicodeDecodeError", "UnicodeEncodeError", "ValueError", "ZeroDivisionError", "__annotations__", "__doc__",
+        "__file__", "__name__", "__package__", "__spec__", "abs", "all", "any", "bin", "bool", "bytes", "chr", "complex", "dict", "divmod",
+        "enumerate", "eval", "exec", "filter", "float", "format", "frozenset", "getattr", "hasattr", "hash", "hex",
+        "id", "int", "isinstance", "iter", "len", "list", "locals", "map", "max", "min", "next", "object", "oct",
+        "open", "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set", "setattr", "slice",
+        "sorted", "str", "sum", "tuple", "type", "zip"
+    }
+)
+"""The names every guest program starts with: builtins and module globals.
+
+A top-level name may not be one of these: it would hide the builtin from every program.
+Deeper segments may (``notes.list`` is fine).
+"""
+# fmt: on
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -158,6 +204,34 @@ def flatten_operations(module: Module) -> dict[tuple[str, ...], Operation]:
                 module_id=module.id,
             )
     return leaves
+
+
+def check_guest_names(module: Module, paths: Iterable[tuple[str, ...]]) -> None:
+    """Refuse a module whose names would clash, in a guest program, with names it already has.
+
+    ``paths`` are the module's operation paths (see :func:`flatten_operations`). The
+    module's top-level name (its first namespace segment, else its name) may be neither
+    one of :data:`GUEST_MODULES` nor of :data:`GUEST_BUILTINS`, and no namespace beneath it
+    may end in one of :data:`GUEST_MODULES`. Operation names are free.
+    """
+    place = (*module.namespace, module.name)
+    top = place[0]
+    if top in GUEST_MODULES or top in GUEST_BUILTINS:
+        what = "a module the sandbox provides" if top in GUEST_MODULES else "a builtin every program has"
+        raise DefinitionError(
+            f"module {module.id!r}: its top-level name {top!r} is {what}, so a program could not use both; "
+            "choose another name, or place the module under a namespace",
+            module_id=module.id,
+        )
+    namespaces = {place} | {(*place, *path[:-1]) for path in paths}
+    for namespace in sorted(namespaces):
+        for end, segment in enumerate(namespace[1:], start=2):
+            if segment in GUEST_MODULES:
+                raise DefinitionError(
+                    f"module {module.id!r}: namespace {'.'.join(namespace[:end])!r} is named like the sandbox's "
+                    f"module {segment!r}, and the sandbox cannot build it; rename that segment",
+                    module_id=module.id,
+                )
 
 
 def _walk(
