@@ -85,6 +85,8 @@ class CapabilityFailed(_FailureBase):
     module: str
     operation: str
     reference: str
+    path: str | None = None
+    """The complete path the program called (``apps.bazaar.windows.open``): what the model typed."""
 
 
 @dataclass(frozen=True)

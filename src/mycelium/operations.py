@@ -414,8 +414,41 @@ def _location(path: typing.Iterable[object]) -> str:
     return ".".join(parts) if parts else "(value)"
 
 
+# Pydantic's messages for these name the class they expected: the input model generated for
+# a decorated function (``InvoicesTotalInput``) or a host type, neither of which a caller
+# ever saw. At the root they all mean the call had the wrong shape.
+_OBJECT_ERRORS = frozenset(
+    {"model_type", "model_attributes_type", "dataclass_type", "dataclass_exact_type", "dict_type", "mapping_type"}
+)
+_NESTED_OBJECT = "Input should be an object (a mapping of field names to values)"
+_CLASS_NAMING_ERRORS = {
+    "model_type": _NESTED_OBJECT,
+    "dataclass_type": _NESTED_OBJECT,
+    "dataclass_exact_type": _NESTED_OBJECT,
+    "is_instance_of": "Input is not of the type this field takes",
+}
+
+
 def _pydantic_errors(exc: ValidationError) -> list[str]:
+    """One line per error, located by the names a caller types (aliases, never internal field names).
+
+    A union adds the member it tried to the location; pydantic spells a wrapped member as
+    its schema (``function-after[_check(), int]``), which names host functions: those
+    segments are left out.
+    """
     return [
-        f"{_location(error['loc'])}: {error['msg']}"
-        for error in exc.errors(include_url=False, include_input=False, include_context=False)
+        f"{_location(part for part in error['loc'] if not _is_schema_spelling(part))}: {_pydantic_message(error)}"
+        for error in exc.errors(include_url=False, include_input=True, include_context=False)
     ]
+
+
+def _is_schema_spelling(part: object) -> bool:
+    return isinstance(part, str) and "[" in part and part.endswith("]")
+
+
+def _pydantic_message(error: Mapping[str, Any]) -> str:
+    if not error["loc"] and error["type"] in _OBJECT_ERRORS:
+        got = "None" if error["input"] is None else type(error["input"]).__name__
+        return f"the input must be named arguments, got {got}: call it with keyword arguments or one mapping"
+    message: str = _CLASS_NAMING_ERRORS.get(error["type"], error["msg"])
+    return message

@@ -21,10 +21,11 @@ from .bindings import Invoker
 from .context import InvocationContext
 from .errors import DefinitionError, InvalidInput, OperationFailed
 from .execute import ToolDefinition, ToolResult, bounded_json
-from .failures import CapabilityFailed, InvalidArguments
+from .failures import InvalidArguments
 from .graph import InstalledOperation, install_alone
 from .modules import check_id
 from .operations import AccessLabel, SchemaSpec, operation
+from .sandbox.boundary import failure_from_exception
 from .signals import AbortController, AbortSignal
 from .values import dumps_compact
 
@@ -112,7 +113,7 @@ class GatedTool:
             except InvalidInput as exc:
                 return ToolResult.failed(InvalidArguments(str(exc)))
             except OperationFailed as exc:
-                return ToolResult.failed(CapabilityFailed(exc.module, exc.operation, exc.reference))
+                return ToolResult.failed(failure_from_exception(exc))
             if isinstance(outcome, AccessRefusal):
                 value = outcome.to_json()
                 return ToolResult(text=dumps_compact(value), is_error=False, value=value)  # type: ignore[arg-type]

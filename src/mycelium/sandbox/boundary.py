@@ -43,7 +43,7 @@ def failure_from_exception(exc: BaseException) -> Failure:
     if isinstance(exc, SandboxError):
         return exc.failure
     if isinstance(exc, OperationFailed):
-        return CapabilityFailed(module=exc.module, operation=exc.operation, reference=exc.reference)
+        return CapabilityFailed(module=exc.module, operation=exc.operation, reference=exc.reference, path=exc.path)
     if isinstance(exc, InvalidInput):
         return GuestException(type_name="ValueError", message=str(exc))
     return Unknown()
@@ -63,20 +63,22 @@ def _describe(failure: Failure) -> str:
         case SyntaxFailure(message=message, line=line, column=column, type_check=type_check):
             where = "" if line is None else f" at line {line}" + ("" if column is None else f", column {column}")
             problem = "failed its type check" if type_check else "has a syntax error"
-            return f"The program {problem}{where}: {_clip(message)}. Fix it and run it again; nothing ran."
+            told = _with_detail(f"The program {problem}{where}", message)
+            return f"{told} Fix it and run it again; nothing ran."
         case GuestException(type_name=type_name, message=message):
-            return (
-                f"The program raised {_clip(type_name, 80)}: {_clip(message)}. "
-                "Fix the program or handle the error, then run it again."
-            )
+            told = _with_detail(f"The program raised {_clip(type_name, 80)}", message)
+            return f"{told} Fix the program or handle the error, then run it again."
         case TransportLost():
             return "The sandbox stopped before the program finished. Run it again; if it recurs, do less per run."
         case BadResponse():
-            return "The sandbox sent a malformed response. Retry later."
-        case CapabilityFailed(module=module, operation=operation):
             return (
-                f"The operation {_clip(operation, 160)} of module {_clip(module, 160)} failed on the host; "
-                "your input was not the cause. Retry later or continue without it."
+                "The sandbox sent a malformed response, so how far the program got is unknown: "
+                f"operations it called may have run. {_MAYBE_LATER}"
+            )
+        case CapabilityFailed(operation=operation, path=path):
+            return (
+                f"The operation {_clip(path or operation, 160)} failed on the host; your input was not the cause. "
+                f"Calls that finished before it took effect. {_MAYBE_LATER}"
             )
         case DeadlineExceeded(timeout_ms=timeout_ms, acknowledged=acknowledged):
             state = "was stopped" if acknowledged else "is being stopped"
@@ -88,10 +90,8 @@ def _describe(failure: Failure) -> str:
             state = "stopped" if acknowledged else "is being stopped"
             return f"The run was cancelled by the caller and {state}."
         case InvalidResult(reason=reason):
-            return (
-                f"The program's result is not JSON: {_clip(reason)}. Return only dicts with string keys, "
-                "lists, strings, finite numbers, booleans and None."
-            )
+            told = _with_detail("The program's result is not JSON", reason)
+            return f"{told} Return only dicts with string keys, lists, strings, finite numbers, booleans and None."
         case ResultTooLarge(size=size, limit=limit):
             return (
                 f"The result is {size} bytes, over the limit of {limit} bytes; nothing was returned. "
@@ -103,13 +103,31 @@ def _describe(failure: Failure) -> str:
                 "Retry later."
             )
         case InvalidArguments(message=message):
-            return (
-                f"The execute call was malformed: {_clip(message)}. "
-                'Call it with {"code": "<a Python program>"} and nothing else.'
-            )
+            told = _with_detail("The execute call was malformed", message)
+            return f'{told} Call it with {{"code": "<a Python program>"}} and nothing else.'
         case Unknown():
-            return "The run failed for a reason the host did not classify. Retry later."
+            return (
+                "The run failed on the host for a reason it could not classify; operations the program called "
+                f"may have run. {_MAYBE_LATER}"
+            )
+
+
+# The host cannot tell a passing fault from a lasting one: say so, and give the model a way out.
+_MAYBE_LATER = "It may work if tried again later; if it fails again, continue without it or tell the user."
+_SENTENCE_ENDS = (".", "?", "!")
+
+
+def _with_detail(head: str, detail: str) -> str:
+    """``head: detail`` as one sentence ending in exactly one mark (``head.`` when there is no detail).
+
+    Guest and sandbox messages often end a sentence themselves ("Did you forget to import
+    'asyncio'?"); they get no second mark.
+    """
+    text = _clip(detail)
+    if not text:
+        return f"{head}."
+    return f"{head}: {text}" if text.endswith(_SENTENCE_ENDS) else f"{head}: {text}."
 
 
 def _clip(text: str, limit: int = _MAX_DETAIL_CHARS) -> str:
-    return clip(text.strip().rstrip("."), limit)
+    return clip(text.strip(), limit)
