@@ -72,7 +72,7 @@ async def test_guest_modules_are_exactly_what_the_sandbox_offers_or_reserves(mon
             ExternalModule({name: ExternalModule({})})
         except ValueError:
             reserved.add(name)
-    assert GUEST_MODULES == set(importable) | reserved
+    assert set(importable) | reserved == GUEST_MODULES
 
 
 async def test_guest_builtins_are_exactly_the_names_a_program_starts_with(monty: MontySandbox) -> None:
@@ -149,7 +149,8 @@ async def test_the_refusal_reaches_modules_a_source_builds_at_acquire_time() -> 
             await runtime.acquire()
     assert caught.value.source_id == "computer"
     assert isinstance(caught.value.__cause__, DefinitionError)
-    assert "'computer-json'" in str(caught.value) and "top-level name 'json'" in str(caught.value)
+    assert "'computer-json'" in str(caught.value)
+    assert "top-level name 'json'" in str(caught.value)
     assert released == ["computer"]
 
 

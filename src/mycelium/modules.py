@@ -37,8 +37,8 @@ RESERVED_NAMES = frozenset({"env", "forage"})
 GUEST_MODULES = frozenset(
     {
         "asyncio", "base64", "binascii", "bisect", "collections", "copy", "csv", "dataclasses", "datetime", "decimal",
-        "functools", "gc", "hashlib", "itertools", "json", "math", "os", "pathlib", "posixpath", "random", "re", "sys",
-        "time", "tomllib", "typing", "unicodedata"
+        "functools", "gc", "hashlib", "itertools", "json", "math", "os", "pathlib", "posixpath", "random", "re",
+        "sys", "time", "tomllib", "typing", "unicodedata"
     }
 )
 """Modules the sandbox provides: what ``import X`` gives a program, and ``gc``, which Monty reserves.
@@ -52,13 +52,13 @@ GUEST_BUILTINS = frozenset(
         "FileExistsError", "FileNotFoundError", "ImportError", "IndexError", "IsADirectoryError", "KeyError",
         "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
         "NotImplemented", "NotImplementedError", "OSError", "OverflowError", "PermissionError", "RecursionError",
-        "RuntimeError", "StopIteration", "SyntaxError", "SystemExit", "TimeoutError", "TypeError", "UnboundLocalError",
-        "UnicodeDecodeError", "UnicodeEncodeError", "ValueError", "ZeroDivisionError", "__annotations__", "__doc__",
-        "__file__", "__name__", "__package__", "__spec__", "abs", "all", "any", "bin", "bool", "bytes", "chr", "complex", "dict", "divmod",
-        "enumerate", "eval", "exec", "filter", "float", "format", "frozenset", "getattr", "hasattr", "hash", "hex",
-        "id", "int", "isinstance", "iter", "len", "list", "locals", "map", "max", "min", "next", "object", "oct",
-        "open", "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set", "setattr", "slice",
-        "sorted", "str", "sum", "tuple", "type", "zip"
+        "RuntimeError", "StopIteration", "SyntaxError", "SystemExit", "TimeoutError", "TypeError",
+        "UnboundLocalError", "UnicodeDecodeError", "UnicodeEncodeError", "ValueError", "ZeroDivisionError",
+        "__annotations__", "__doc__", "__file__", "__name__", "__package__", "__spec__", "abs", "all", "any", "bin",
+        "bool", "bytes", "chr", "complex", "dict", "divmod", "enumerate", "eval", "exec", "filter", "float", "format",
+        "frozenset", "getattr", "hasattr", "hash", "hex", "id", "int", "isinstance", "iter", "len", "list", "locals",
+        "map", "max", "min", "next", "object", "oct", "open", "ord", "pow", "print", "property", "range", "repr",
+        "reversed", "round", "set", "setattr", "slice", "sorted", "str", "sum", "tuple", "type", "zip"
     }
 )
 """The names every guest program starts with: builtins and module globals.
