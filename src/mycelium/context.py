@@ -39,6 +39,14 @@ class InvocationContext:
     An ordinal alone is not globally unique: combine it with the session and
     ``tool_call_id`` for deduplication, and still compare the intended payload.
     Identity grants no authority.
+
+    ``signal`` is aborted when the call's run is stopped (its deadline, or its caller).
+    A sync operation runs in a worker thread that nothing can interrupt: once started it
+    runs to its end, and until it returns its run is not settled (a stop is reported
+    ``acknowledged=False``, the run keeps its sandbox slot and ``Runtime.close()`` waits).
+    To make a long sync operation stoppable, poll ``signal.aborted`` between steps and
+    return early; the value is discarded once the run has stopped. An async operation is
+    cancelled at its next ``await``.
     """
 
     execution_id: str
