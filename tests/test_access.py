@@ -250,6 +250,37 @@ async def test_refusal_through_runtime_invoke_is_the_access_refusal_object() -> 
     }
 
 
+async def test_labels_are_fixed_at_definition_so_a_held_lease_still_refuses_a_write_under_a_read_grant() -> None:
+    probe = Probe()
+    op = probe.operation(access="write", confirm=True)
+    access = Access(grants={MID: "read"}, confirm=probe.confirmer(True))
+
+    async def program(bindings: Any, signal: Any) -> Any:
+        return await bindings.notes.op(text="hi")
+
+    runtime = Runtime(modules=[notes_module({"op": op})], sandbox=direct_sandbox(program), access=access)
+    async with runtime:
+        async with runtime.lease() as lease:
+            target = lease.graph.module(MID).operations["op"]  # type: ignore[union-attr]
+            for name, value in (("access", "read"), ("confirm", False)):
+                with pytest.raises(AttributeError):
+                    setattr(op, name, value)
+                with pytest.raises(AttributeError):
+                    setattr(target.operation, name, value)
+            # Nor can the installed graph swap the operation or its module for another.
+            with pytest.raises(AttributeError):
+                target.operation = operation(execute=lambda: None, access="read")  # type: ignore[misc]
+            with pytest.raises(AttributeError):
+                target.module.grant_key = "someone-else"  # type: ignore[misc]
+            with pytest.raises(TypeError):
+                target.module.operations["op"] = target  # type: ignore[index]
+            result = await lease.execute_tool.run("return notes.op(text='hi')")
+    assert isinstance(result.value, dict)
+    assert result.value["reason"] == "read-only-grant"
+    assert probe.asked == []
+    assert probe.ran == []
+
+
 # --------------------------------------------------------------------------------------
 # 3. A refusal consumes its ordinal.
 # --------------------------------------------------------------------------------------

@@ -596,6 +596,51 @@ def test_decorator_confirm_that_is_not_exactly_a_bool_is_a_definition_error() ->
         module.operation(confirm="yes")(fn)  # type: ignore[arg-type]
 
 
+# --- immutability ----------------------------------------------------------------------------
+
+
+def _write_op() -> mycelium.Operation:
+    return operation(execute=lambda: None, access="write", confirm=True, description="Writes.")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("access", "read"), ("confirm", False), ("description", "Reads."), ("_invoke", None), ("new_attribute", 1)],
+)
+def test_an_operation_is_immutable_assigning_any_attribute_raises_attribute_error(name: str, value: object) -> None:
+    op = _write_op()
+    with pytest.raises(AttributeError, match="immutable"):
+        setattr(op, name, value)
+    assert (op.access, op.confirm, op.description) == ("write", True, "Writes.")
+
+
+@pytest.mark.parametrize("name", ["access", "confirm", "description", "_input"])
+def test_an_operation_is_immutable_deleting_any_attribute_raises_attribute_error(name: str) -> None:
+    op = _write_op()
+    with pytest.raises(AttributeError, match="immutable"):
+        delattr(op, name)
+    assert (op.access, op.confirm, op.description) == ("write", True, "Writes.")
+
+
+def test_copying_an_immutable_operation_gives_the_same_operation() -> None:
+    import copy
+
+    op = _write_op()
+    assert copy.copy(op) is op
+    assert copy.deepcopy({"op": op})["op"] is op
+
+
+async def test_editing_a_json_schema_read_from_an_operation_changes_nothing_it_enforces() -> None:
+    op = operation(input=POINT_JSON_SCHEMA, execute=lambda point: point["x"] + point["y"], access="read")
+    op.input_schema["required"] = []
+    op.input_schema["additionalProperties"] = True
+    module = Module(id=MODULE_ID, name="ops", operations={"add": op})
+    async with Runtime(modules=[module], sandbox=rejecting_sandbox()) as runtime:
+        with pytest.raises(InvalidInput):
+            await runtime.invoke(MODULE_ID, "add", {"x": 1})
+        assert await runtime.invoke(MODULE_ID, "add", {"x": 1, "y": 2}) == 3
+
+
 # --- input decoding --------------------------------------------------------------------------
 
 

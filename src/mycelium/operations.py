@@ -119,7 +119,8 @@ class JsonSchema:
         except jsonschema.exceptions.SchemaError as exc:
             raise DefinitionError(f"the {side} JSON Schema is invalid: {exc.message}") from exc
         self._json_schema = private
-        self._validator = validator_class(private)
+        # The validator keeps a copy of its own: editing the schema a caller reads changes nothing enforced.
+        self._validator = validator_class(copy.deepcopy(private))
 
     @property
     def json_schema(self) -> dict[str, Any]:
@@ -191,12 +192,18 @@ def schema_for(spec: SchemaSpec, *, side: Literal["input", "output"]) -> Schema:
 
 
 _Invoke: TypeAlias = Callable[[object, InvocationContext], Awaitable[object]]
+_IMMUTABLE = (
+    "cannot change {name!r}: an Operation is immutable (its labels are facts fixed when it is defined); "
+    "define a new operation instead"
+)
 
 
 class Operation:
     """One typed host operation. Build it with :func:`operation` or ``@module.operation``.
 
-    Instances are immutable once built and may be registered in several modules.
+    Immutable: its labels are facts fixed at definition, and the access gate reads them
+    at every call, so assigning or deleting any attribute raises ``AttributeError``. An
+    operation may be registered in several modules; copying one gives the same object.
     """
 
     __slots__ = ("_input", "_invoke", "_output", "access", "confirm", "description")
@@ -204,6 +211,9 @@ class Operation:
     access: AccessLabel
     confirm: bool
     description: str | None
+    _input: Schema
+    _output: Schema
+    _invoke: _Invoke
 
     def __init__(
         self,
@@ -215,12 +225,27 @@ class Operation:
         confirm: bool,
         description: str | None,
     ) -> None:
-        self._input = input
-        self._output = output
-        self._invoke = invoke
-        self.access = access
-        self.confirm = confirm
-        self.description = description
+        for name, value in (
+            ("_input", input),
+            ("_output", output),
+            ("_invoke", invoke),
+            ("access", access),
+            ("confirm", confirm),
+            ("description", description),
+        ):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(_IMMUTABLE.format(name=name))
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(_IMMUTABLE.format(name=name))
+
+    def __copy__(self) -> Operation:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Operation:
+        return self
 
     @property
     def input_schema(self) -> dict[str, Any]:
