@@ -223,15 +223,22 @@ def check_guest_names(module: Module, paths: Iterable[tuple[str, ...]]) -> None:
             "choose another name, or place the module under a namespace",
             module_id=module.id,
         )
-    namespaces = {place} | {(*place, *path[:-1]) for path in paths}
-    for namespace in sorted(namespaces):
-        for end, segment in enumerate(namespace[1:], start=2):
+    # Plain loops: this runs for every operation of every module each time a graph is built.
+    for segment in place[1:]:
+        if segment in GUEST_MODULES:
+            raise _namespace_clash(module, place[: place.index(segment, 1) + 1])
+    for path in paths:
+        for segment in path[:-1]:
             if segment in GUEST_MODULES:
-                raise DefinitionError(
-                    f"module {module.id!r}: namespace {'.'.join(namespace[:end])!r} is named like the sandbox's "
-                    f"module {segment!r}, and the sandbox cannot build it; rename that segment",
-                    module_id=module.id,
-                )
+                raise _namespace_clash(module, (*place, *path[: path.index(segment) + 1]))
+
+
+def _namespace_clash(module: Module, namespace: tuple[str, ...]) -> DefinitionError:
+    return DefinitionError(
+        f"module {module.id!r}: namespace {'.'.join(namespace)!r} is named like the sandbox's module "
+        f"{namespace[-1]!r}, and the sandbox cannot build it; rename that segment",
+        module_id=module.id,
+    )
 
 
 def _walk(
