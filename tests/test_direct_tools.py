@@ -180,6 +180,37 @@ async def test_a_direct_tool_grant_is_looked_up_under_its_name(
         assert [seen.refusal.to_json() for seen in recorder.refused] == [result.value]
 
 
+def assert_plain_sentences(message: str, name: str) -> None:
+    """Whole sentences naming the tool: no empty slot, no doubled space or stray punctuation."""
+    assert name in message
+    assert message.endswith(".")
+    assert message[0].isupper() or message.startswith(name)
+    for flaw in ("  ", " .", " ,", "..", "{", "}"):
+        assert flaw not in message, f"{flaw!r} in {message!r}"
+
+
+@pytest.mark.parametrize(
+    ("label", "confirm", "access_options", "reason"),
+    [
+        ("read", False, {"grants": {"archive_notes": "none"}}, "not-granted"),
+        ("write", False, {"grants": {"archive_notes": "read"}}, "read-only-grant"),
+        (None, False, {"grants": {"archive_notes": "read"}}, "read-only-grant"),
+        ("write", True, {}, "confirmation-unavailable"),
+        ("write", True, {"confirm": lambda request: False}, "confirmation-declined"),
+    ],
+)
+async def test_every_refusal_message_of_a_direct_tool_is_plain_sentences_naming_the_tool(
+    label: str | None, confirm: bool, access_options: dict[str, Any], reason: str
+) -> None:
+    recorder = Recorder()
+    tool = recorder.tool("archive_notes", access=label, confirm=confirm)
+    result = await call_once(runtime_with(tool, access=Access(**access_options)), {"query": "q"})
+    assert isinstance(result.value, dict)
+    assert result.value["reason"] == reason
+    assert_plain_sentences(result.value["message"], "archive_notes")
+    assert recorder.ran == []
+
+
 async def test_a_direct_tool_grant_is_looked_up_under_its_grant_key() -> None:
     recorder = Recorder()
     tool = recorder.tool(access="write", grant_key="extension-1")

@@ -59,6 +59,11 @@ _MESSAGES: dict[RefusalReason, str] = {
     "Tell the user instead of retrying.",
     "confirmation-declined": "The person declined {path}. Do not retry it unless they ask you to.",
 }
+# A direct tool has no module around it to name: its grant is the tool's own.
+_DIRECT_TOOL_READ_ONLY = (
+    "{path} changes something, and this session has read-only access to it. "
+    "Do not retry it; tell the user it needs write access."
+)
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,7 @@ class AccessGate:
             module=target.module.id,
             operation=target.relative,
             reason=reason,
-            message=_MESSAGES[reason].format(path=target.path, owner=".".join(target.module.path)),
+            message=_message(reason, target),
         )
         await notify(self._access.on_refused, RefusedCall(refusal, context), name="on_refused")
         return refusal
@@ -208,6 +213,14 @@ class AccessGate:
         if inspect.isawaitable(approved):
             approved = await approved
         return None if approved is True else "confirmation-declined"
+
+
+def _message(reason: RefusalReason, target: InstalledOperation) -> str:
+    """The refusal in plain sentences; a direct tool (installed alone, with no module path) is named by itself."""
+    owner = ".".join(target.module.path)
+    if reason == "read-only-grant" and not owner:
+        return _DIRECT_TOOL_READ_ONLY.format(path=target.path)
+    return _MESSAGES[reason].format(path=target.path, owner=owner)
 
 
 def _is_grant(value: object) -> bool:
