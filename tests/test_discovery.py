@@ -10,10 +10,19 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+import anyio
 import pytest
 
 from mycelium import Access, InvocationContext, Module, Runtime, operation
-from mycelium.discovery import MAX_DESCRIBE_CHARS, MAX_LIST_ENTRIES, Catalog
+from mycelium.discovery import (
+    MAX_DESCRIBE_CHARS,
+    MAX_LIST_ENTRIES,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_QUERY_WORDS,
+    Catalog,
+    forage_bindings,
+)
 from mycelium.execute import execute_description
 from mycelium.graph import build_graph
 from mycelium.sandbox.guest import GuestNamespace
@@ -322,7 +331,7 @@ def test_describe_of_an_unknown_path_says_so_and_suggests_close_matches(apps: Ca
 
 
 def test_describe_of_an_unknown_path_is_bounded_too(apps: Catalog) -> None:
-    text = apps.describe("no.such." + "x" * 10_000)
+    text = apps.describe("no.such." + "x" * (MAX_PATH_CHARS - 8))
     assert len(text) <= MAX_DESCRIBE_CHARS, f"the answer for an unknown path is {len(text)} characters"
 
 
@@ -691,3 +700,153 @@ async def test_forage_takes_its_main_argument_positionally_beside_keywords() -> 
     async with Runtime(modules=[notes], sandbox=direct_sandbox(discover)) as runtime, runtime.lease() as lease:
         result = await lease.execute_tool.run("...")
     assert result.value == [2, 5]
+
+
+# --- Bounded arguments and bounded work (hardening) -----------------------------------------
+
+
+def test_a_search_query_longer_than_the_limit_is_refused_with_the_limit_named(apps: Catalog) -> None:
+    for query in ("x" * (MAX_QUERY_CHARS + 1), "ab " * 10_000_000):
+        with pytest.raises(ValueError, match=rf"the limit is {MAX_QUERY_CHARS}") as raised:
+            apps.search(query)
+        assert len(str(raised.value)) < 200, "the refusal echoes the query"
+    assert apps.search("a" * MAX_QUERY_CHARS) == []  # at the limit it is an ordinary (fruitless) search
+
+
+def test_a_search_query_with_more_distinct_words_than_the_limit_is_refused(apps: Catalog) -> None:
+    nato = "alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar papa"
+    words = f"{nato} quebec romeo sierra tango uniform victor whiskey xray yankee zulu".split()[: MAX_QUERY_WORDS + 1]
+    assert len(words) == MAX_QUERY_WORDS + 1
+    with pytest.raises(ValueError, match=rf"{MAX_QUERY_WORDS + 1} distinct words; the limit is {MAX_QUERY_WORDS}"):
+        apps.search(" ".join(words))
+    assert apps.search(" ".join(words[:MAX_QUERY_WORDS])) == []
+    # Repeated words and stopwords are not distinct words.
+    assert paths(apps.search("send " * 60 + "the a of an email"))[0] == "mail.send"
+
+
+@pytest.mark.parametrize("method", ["list", "describe"])
+def test_list_prefixes_and_describe_paths_longer_than_the_limit_are_refused(apps: Catalog, method: str) -> None:
+    call = getattr(apps, method)
+    with pytest.raises(ValueError, match=rf"is {MAX_PATH_CHARS + 1} characters; the limit is {MAX_PATH_CHARS}"):
+        call("a" * (MAX_PATH_CHARS + 1))
+    with pytest.raises(TypeError):
+        call(5)
+    assert call("a" * MAX_PATH_CHARS) in ([], f"# No operation or namespace {'a' * 97 + '...'!r}.")
+
+
+def test_a_prefix_matches_whole_segments_only_even_with_a_trailing_dot_or_a_partial_segment(apps: Catalog) -> None:
+    assert paths(apps.list("apps.")) == []
+    assert paths(apps.list("apps.bazaar.windows.open.")) == []
+    assert paths(apps.list("files.rea")) == []
+    assert paths(apps.list("files.read")) == ["files.read"]
+    assert apps.describe("apps.").startswith("# No operation or namespace")
+
+
+def test_words_past_the_merge_budget_still_rank_the_documents_that_have_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    modules = [
+        Module(
+            id="big",
+            name="big",
+            operations={
+                **{f"op_{i:03d}": _op(description=f"Handle a record, number {i}.") for i in range(150)},
+                "archive_record": _op(description="Archive one record and handle it."),
+            },
+        )
+    ]
+    catalog = catalog_of(modules)
+    unbounded = paths(catalog.search("archive handle record", 5))
+    # Only the rarest word is merged in full: the common ones score the shortlist alone.
+    monkeypatch.setattr("mycelium.discovery._MERGE_BUDGET", 1)
+    monkeypatch.setattr("mycelium.discovery._SHORTLIST", 3)
+    bounded = paths(catalog.search("archive handle record", 5))
+    assert bounded[0] == unbounded[0] == "big.archive_record"
+    # Too few documents to answer: the next word is merged in full after all.
+    assert len(bounded) == 5
+
+
+def test_forage_refuses_many_unknown_arguments_naming_only_a_few_clipped() -> None:
+    catalog = catalog_of(app_modules())
+    search = forage_bindings(catalog)["search"]
+    arguments: dict[str, Any] = {f"{'k' * 1_000}{i}": i for i in range(100_000)}
+    arguments["query"] = "notes"
+    with pytest.raises(TypeError, match="unexpected argument") as raised:
+        anyio.run(search, arguments)
+    assert len(str(raised.value)) < 300
+
+
+def test_a_combined_describe_says_the_comment_above_each_stub_is_the_path_to_call(apps: Catalog) -> None:
+    catalog = catalog_of(
+        [
+            Module(id="gh", name="gh", operations={"repos.list": _op(), "issues.list": _op(), "pulls.list": _op()}),
+        ]
+    )
+    text = catalog.describe("gh")
+    first = text.splitlines()[0]
+    assert first.startswith("# Call each operation by the full path in the comment above it")
+    assert "`await gh.issues.list(...)`" in first
+    assert re.findall(r"^# ([\w.]+)\nasync def list\(", text, re.MULTILINE) == [
+        "gh.issues.list",
+        "gh.pulls.list",
+        "gh.repos.list",
+    ]
+    assert len(catalog.describe("gh", max_chars=600)) <= 600
+    assert not apps.describe("files.read").startswith("# Call each")  # one stub needs no key
+
+
+def test_the_execute_description_example_keeps_namespaces_and_names_no_module_the_app_lacks() -> None:
+    tally = Module(id="tally", name="tally", operations={"count": _op(description="Count.")})
+    description = execute_description(catalog_of([tally]))
+    assert not re.search(r"\b(\w+) = await \1\.", description), "an example overwrites a namespace"
+    for absent in ("notes", "bazaar", "apps", "calendar", "windows"):
+        assert not re.search(rf"\b{absent}\b", description), f"the description names {absent!r}, absent here"
+    assert "found = await <ns>.<op>(" in description
+
+
+def _imports_named_in(description: str) -> list[str]:
+    listed = re.search(r"Modules you can import \(no other imports work\): ([\w,\s]+)\.", description)
+    assert listed, description
+    return [name.strip() for name in listed.group(1).split(",")]
+
+
+async def _run_in_monty(*programs: str) -> list[Any]:
+    async with Runtime(modules=app_modules(), sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
+        return [await lease.execute_tool.run(program) for program in programs]
+
+
+async def test_every_module_the_execute_description_lists_imports_in_the_real_sandbox_and_others_do_not() -> None:
+    modules = _imports_named_in(execute_description(catalog_of(app_modules())))
+    assert {"asyncio", "json", "datetime", "os", "sys", "pathlib", "typing"} <= set(modules)
+    unlisted = ("socket", "subprocess", "urllib", "string", "enum", "requests")
+    results = await _run_in_monty(
+        f"import {', '.join(modules)}\nreturn 'imported'", *(f"import {name}\nreturn 'imported'" for name in unlisted)
+    )
+    assert results[0].value == "imported", results[0].text
+    for name, result in zip(unlisted, results[1:], strict=True):
+        assert "ModuleNotFoundError" in result.text, (name, result.text)
+
+
+async def test_what_the_execute_description_says_is_out_of_reach_is_out_of_reach_in_the_real_sandbox() -> None:
+    description = execute_description(catalog_of(app_modules()))
+    assert "os and pathlib see no host file and os.environ is not available" in description
+    for construct in ("class inheritance", "generators (yield)", "`del`", "@property"):
+        assert construct in description
+    results = await _run_in_monty(
+        "return open('/etc/hostname').read()",
+        "import pathlib\nreturn pathlib.Path('/').exists()",
+        "import os\nreturn os.listdir('/')",
+        "import os\nreturn dict(os.environ)",
+        "class A:\n    pass\nclass B(A):\n    pass\nreturn 1",
+        "def g():\n    yield 1\nreturn [x for x in g()]",
+        "x = 1\ndel x\nreturn 1",
+        "class A:\n    @property\n    def p(self):\n        return 1\nreturn A().p",
+    )
+    for result in results:
+        assert result.is_error, result.text
+    works = await _run_in_monty(
+        "import os, sys, pathlib, typing\nfrom dataclasses import dataclass\n"
+        "@dataclass\nclass P:\n    x: int\n"
+        "match P(1).x:\n    case 1:\n        y = 'one'\n"
+        "try:\n    raise ValueError('v')\nexcept ValueError as e:\n    z = str(e)\n"
+        "return [y, z, sys.platform != '', os.path.join('a', 'b')]"
+    )
+    assert works[0].value == ["one", "v", True, "a/b"], works[0].text

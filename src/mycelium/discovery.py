@@ -4,16 +4,24 @@ A catalog is built once per revision and describes exactly that graph. Entries u
 complete logical path (``apps.bazaar.windows.open``) and stay short. Search ranks with
 BM25 over path segments, names, descriptions and input field names and descriptions;
 an exact path or name match ranks first. Every output is bounded.
+
+What a guest sends is bounded too, and so is the work it causes: a query is at most
+:data:`MAX_QUERY_CHARS` characters and :data:`MAX_QUERY_WORDS` distinct words, a path or
+prefix at most :data:`MAX_PATH_CHARS` characters (longer ones are refused with a
+``ValueError`` naming the limit), and one search merges a bounded number of postings, so
+no call holds the event loop for more than a few milliseconds, even over 10,000
+operations. Nothing a guest sends is kept: every cache is filled from the catalog alone.
 """
 
 from __future__ import annotations
 
-import functools
+import bisect
 import heapq
+import itertools
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +38,9 @@ __all__ = [
     "FORAGE_STUB",
     "MAX_DESCRIBE_CHARS",
     "MAX_LIST_ENTRIES",
+    "MAX_PATH_CHARS",
+    "MAX_QUERY_CHARS",
+    "MAX_QUERY_WORDS",
     "MAX_SEARCH_LIMIT",
     "Catalog",
     "CatalogEntry",
@@ -41,6 +52,12 @@ DEFAULT_SEARCH_LIMIT = 8
 MAX_SEARCH_LIMIT = 50
 MAX_DESCRIBE_CHARS = 8_000
 MAX_LIST_ENTRIES = 200
+MAX_QUERY_CHARS = 500
+"""The longest search query, in characters: a query names a need in a few words."""
+MAX_QUERY_WORDS = 24
+"""The most distinct words (stems, stopwords aside) one search query may hold."""
+MAX_PATH_CHARS = 500
+"""The longest path ``describe`` takes and the longest prefix ``list`` takes, in characters."""
 FORAGE_MODULE_ID = "mycelium.forage"
 """The stable id under which ``forage`` appears in a sandbox request's ``modules``."""
 _MAX_LINE_CHARS = 160
@@ -50,7 +67,11 @@ _B = 0.75
 _FIELD_WEIGHTS = {"name": 3, "path": 2, "description": 2, "fields": 1}
 # Query words also reach their close relatives, at this fraction of their weight.
 _RELATED_WEIGHT = 0.5
-_MAX_CACHED_CONCEPTS = 4_096
+# One search merges at most this many postings in full (the rarest words first); words
+# past it only add to the best _SHORTLIST documents so far. Bounds a search's work whatever
+# the query: about 3 ms over 10,000 operations.
+_MERGE_BUDGET = 8_000
+_SHORTLIST = 200
 _STOPWORDS = frozenset(
     {
         "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "get", "give", "i", "in",
@@ -81,7 +102,8 @@ class Catalog:
 
     def __init__(self, graph: OperationGraph) -> None:
         self.revision = graph.revision
-        self.targets: tuple[InstalledOperation, ...] = tuple(graph.operations())
+        # Sorted by path, so the operations under a prefix are one contiguous run.
+        self.targets: tuple[InstalledOperation, ...] = tuple(sorted(graph.operations(), key=lambda t: t.path))
         """The installed operations, in the same order as :attr:`entries` (host-side)."""
         self.entries: tuple[CatalogEntry, ...] = tuple(
             CatalogEntry(
@@ -92,57 +114,94 @@ class Catalog:
             )
             for target in self.targets
         )
-        self._by_path = {entry.path: index for index, entry in enumerate(self.entries)}
+        self._paths = tuple(entry.path for entry in self.entries)
+        self._by_path = {path: index for index, path in enumerate(self._paths)}
         self._by_name: dict[str, list[int]] = defaultdict(list)
-        for index, entry in enumerate(self.entries):
-            segments = entry.path.split(".")
+        for index, path in enumerate(self._paths):
+            segments = path.split(".")
             for start in range(len(segments)):
                 self._by_name[".".join(segments[start:]).lower()].append(index)
-        self._index = _Bm25(_document(target) for target in self.targets)
+        stems: dict[str, str] = {}
+        self._index = _Bm25(_document(target, stems) for target in self.targets)
 
     def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> list[CatalogEntry]:
-        """The entries that best match ``query``, best first; an exact path or name ranks first."""
-        if not isinstance(query, str):
-            raise TypeError(f"search query must be a string, got {type(query).__name__}")
+        """The entries that best match ``query``, best first; an exact path or name ranks first.
+
+        Raises ``ValueError`` for a query over :data:`MAX_QUERY_CHARS` characters or
+        :data:`MAX_QUERY_WORDS` distinct words, and for a limit outside 1..:data:`MAX_SEARCH_LIMIT`.
+        """
+        _check_text(query, "search query", MAX_QUERY_CHARS)
         if type(limit) is not int or not 1 <= limit <= MAX_SEARCH_LIMIT:
-            raise ValueError(f"search limit must be an int from 1 to {MAX_SEARCH_LIMIT}, got {limit!r}")
+            raise ValueError(f"search limit must be an int from 1 to {MAX_SEARCH_LIMIT}, got {clip(repr(limit), 40)}")
+        stems = _distinct_stems(query)
+        if len(stems) > MAX_QUERY_WORDS:
+            raise ValueError(
+                f"the search query has {len(stems)} distinct words; the limit is {MAX_QUERY_WORDS}. "
+                "Search with a few words that name what you need."
+            )
+        return self._ranked(query, stems, limit)
+
+    def _ranked(self, query: str, stems: Sequence[str], limit: int) -> list[CatalogEntry]:
         wanted = query.strip().lower()
-        exact = self._by_name.get(wanted, [])
+        exact = self._by_name.get(wanted, [])[:limit]
         if wanted in self._by_path:
             exact = [self._by_path[wanted], *exact]
-        ranked = list(dict.fromkeys([*exact, *self._index.top(_tokens(query), limit + len(exact))]))
+        ranked = list(dict.fromkeys([*exact, *self._index.top(stems, limit + len(exact))]))
         return [self.entries[index] for index in ranked[:limit]]
 
     def list(self, prefix: str = "") -> list[CatalogEntry]:
-        """Entries at ``prefix`` or below it, by whole path segments (``apps`` matches ``apps.x``, not ``appsx``)."""
-        return [self.entries[index] for index in self._under(prefix)]
+        """Entries at ``prefix`` or below it, by whole path segments (``apps`` matches ``apps.x``, not ``appsx``).
+
+        Raises ``ValueError`` for a prefix over :data:`MAX_PATH_CHARS` characters.
+        """
+        _check_text(prefix, "list prefix", MAX_PATH_CHARS)
+        return [*self.entries[self._under(prefix)]]
 
     def describe(self, path: str, max_chars: int = MAX_DESCRIBE_CHARS) -> str:
         """Python stubs for the operation at ``path``, or for everything under a prefix, bounded.
 
-        An unknown path gives a short text saying so and suggesting close matches.
+        An unknown path gives a short text saying so and suggesting close matches. Raises
+        ``ValueError`` for a path over :data:`MAX_PATH_CHARS` characters.
         """
-        indexes = list(self._under(path.strip()))
-        if not indexes:
-            close = ", ".join(entry.path for entry in self.search(path, 3)) if path.strip() else ""
-            shown = clip(path, 100)
-            return f"# No operation or namespace {shown!r}." + (f" Close matches: {close}" if close else "")
-        return render_bounded([self.targets[index] for index in indexes], max_chars, prefix=path.strip())
+        _check_text(path, "describe path", MAX_PATH_CHARS)
+        wanted = path.strip()
+        targets = self.targets[self._under(wanted)]
+        if not targets:
+            stems = _distinct_stems(wanted)[:MAX_QUERY_WORDS]
+            close = ", ".join(entry.path for entry in self._ranked(wanted, stems, 3)) if wanted else ""
+            return f"# No operation or namespace {clip(path, 100)!r}." + (f" Close matches: {close}" if close else "")
+        if len(targets) == 1:
+            return render_bounded(list(targets), max_chars, prefix=wanted)
+        # Many stubs may share a name (`list`): only the path above each says which one it is.
+        lead = (
+            f"# Call each operation by the full path in the comment above it, "
+            f"e.g. `# {targets[0].path}` means `await {targets[0].path}(...)`.\n\n"
+        )
+        return lead + render_bounded(list(targets), max_chars - len(lead), prefix=wanted)
 
     def stubs(self) -> str:
         """Every operation as a stub, unbounded (for hosts and type checkers, not for a model)."""
         return StubRenderer().render(self.targets)
 
-    def _under(self, prefix: str) -> Iterator[int]:
+    def _under(self, prefix: str) -> slice:
+        """The entries at ``prefix`` and below it: found by bisection, never by a scan."""
         if not prefix:
-            yield from range(len(self.entries))
-            return
-        for index, entry in enumerate(self.entries):
-            if entry.path == prefix or entry.path.startswith(prefix + "."):
-                yield index
+            return slice(0, len(self._paths))
+        # Everything in [prefix, prefix + "/") starts with the prefix and continues (if at all)
+        # with a character before "/": in a path of identifiers and dots, only ".".
+        start = bisect.bisect_left(self._paths, prefix)
+        return slice(start, bisect.bisect_left(self._paths, prefix + "/", start))
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def _check_text(value: object, what: str, limit: int) -> None:
+    """Refuse a guest's text argument that is not a string or is longer than ``limit``."""
+    if not isinstance(value, str):
+        raise TypeError(f"the {what} must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise ValueError(f"the {what} is {len(value)} characters; the limit is {limit}")
 
 
 _STUB_HEADER = "import builtins\nfrom typing import Any, Literal, NotRequired, TypedDict\n\n"
@@ -198,11 +257,11 @@ def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:
         query, limit = _arguments(value, "query", {"limit": DEFAULT_SEARCH_LIMIT})
         if not isinstance(limit, int) or isinstance(limit, bool):
             raise TypeError("forage.search(limit=...) must be an int")
-        return [entry.to_json() for entry in catalog.search(_text(query, "query"), limit)]  # type: ignore[misc]
+        return [entry.to_json() for entry in catalog.search(query, limit)]  # type: ignore[arg-type,misc]
 
     async def list_(value: JsonValue) -> JsonValue:
         prefix, _ = _arguments(value, "prefix", {}, default="")
-        found = catalog.list(_text(prefix, "prefix"))
+        found = catalog.list(prefix)  # type: ignore[arg-type]  # the catalog checks it
         shown: list[JsonValue] = [entry.to_json() for entry in found[:MAX_LIST_ENTRIES]]  # type: ignore[misc]
         if len(found) > MAX_LIST_ENTRIES:
             more = len(found) - MAX_LIST_ENTRIES
@@ -211,7 +270,7 @@ def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:
 
     async def describe(value: JsonValue) -> JsonValue:
         path, _ = _arguments(value, "path", {})
-        return catalog.describe(_text(path, "path"))
+        return catalog.describe(path)  # type: ignore[arg-type]  # the catalog checks it
 
     # A positional value is the first keyword: forage.search("query", limit=3).
     search.positional_name = "query"  # type: ignore[attr-defined]
@@ -226,19 +285,15 @@ def _arguments(
     """Read ``(main, option)`` from a guest's one positional value or keyword mapping."""
     if not isinstance(value, dict):
         return value, next(iter(options.values()), None)
-    unknown = sorted(set(value) - {main, *options})
-    if unknown:
-        raise TypeError(f"forage got unexpected argument(s) {', '.join(unknown)}")
+    allowed = {main, *options}
+    # Checked without walking (or echoing) however many keys a guest sent.
+    if len(value) > len(allowed) or not value.keys() <= allowed:
+        unknown = itertools.islice((key for key in value if key not in allowed), 3)
+        raise TypeError(f"forage got unexpected argument(s) {', '.join(repr(clip(key, 40)) for key in unknown)}")
     if main not in value and default is None:
         raise TypeError(f"forage needs the argument {main!r}")
     option = next(iter(options), None)
     return value.get(main, default), value.get(option, options[option]) if option else None
-
-
-def _text(value: JsonValue, name: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"forage {name} must be a string, got {type(value).__name__}")
-    return value
 
 
 def render_bounded(targets: list[InstalledOperation], max_chars: int, *, prefix: str = "") -> str:
@@ -290,7 +345,7 @@ def namespace_tree(catalog: Catalog, max_chars: int) -> str:
 
 
 class _Bm25:
-    """Okapi BM25 with per-term postings holding precomputed weights, so a query only adds."""
+    """Okapi BM25 with precomputed weights per term, so a query only adds, and boundedly."""
 
     def __init__(self, documents: Iterable[Counter[str]]) -> None:
         docs = list(documents)
@@ -300,48 +355,73 @@ class _Bm25:
         frequency: Counter[str] = Counter()
         for doc in docs:
             frequency.update(doc.keys())
-        self._postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        self._concepts: dict[str, dict[int, float]] = {}
+        postings: defaultdict[str, dict[int, float]] = defaultdict(dict)
         for index, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
             norm = _K1 * (1 - _B + _B * length / average) if average else _K1
             for term, tf in doc.items():
                 idf = math.log(1 + (self._count - frequency[term] + 0.5) / (frequency[term] + 0.5))
-                self._postings[term].append((index, idf * tf * (_K1 + 1) / (tf + norm)))
+                postings[term][index] = idf * tf * (_K1 + 1) / (tf + norm)
+        self._postings = dict(postings)
+        # Built here, from the catalog's own words: a query never adds to what is kept.
+        self._concepts = {stem: self._relate(stem, others) for stem, others in _RELATED.items()}
 
-    def top(self, stems: Iterable[str], limit: int) -> list[int]:
-        """The best documents for the query ``stems``, best first.
+    def top(self, stems: Sequence[str], limit: int) -> list[int]:
+        """The best documents for the distinct query ``stems``, best first.
 
         Each stem is a concept: the stem itself, or failing that its best-matching close
         relative at a lower weight, counts once per document. The sum is scaled by the share
         of concepts a document covers, so one that answers the whole query beats one that
-        repeats a single word of it.
+        repeats a single word of it. The rarest concepts are merged first, up to
+        ``_MERGE_BUDGET`` postings (or until ``limit`` documents are found); commoner ones then
+        only score the best ``_SHORTLIST`` documents so far, which bounds the work of any query.
         """
-        scores: dict[int, float] = defaultdict(float)
-        covered: Counter[int] = Counter()
-        concepts = list(dict.fromkeys(stems))
-        for stem in concepts:
-            for index, score in self._concept(stem).items():
-                scores[index] += score
-                covered[index] += 1
-        total = len(concepts)
-        return heapq.nlargest(limit, scores, key=lambda index: (scores[index] * covered[index] / total, -index))
+        concepts = sorted(filter(None, map(self._concept, stems)), key=len)
+        if not concepts:
+            return []
+        scores = dict(concepts[0])
+        covered = dict.fromkeys(scores, 1)
+        budget = _MERGE_BUDGET - len(scores)
+        merged = 1
+        for concept in concepts[1:]:
+            # Past the budget, merge only while there are too few documents to fill the answer.
+            if len(concept) > budget and len(scores) >= limit:
+                break
+            budget -= len(concept)
+            merged += 1
+            for index, score in concept.items():
+                scores[index] = scores.get(index, 0.0) + score
+                covered[index] = covered.get(index, 0) + 1
+        total = len(stems)
+
+        def rank(index: int) -> tuple[float, int]:
+            return scores[index] * covered[index] / total, -index
+
+        candidates: Iterable[int] = scores
+        if merged < len(concepts):
+            shortlist = heapq.nlargest(max(_SHORTLIST, limit), scores, key=rank)
+            for concept in concepts[merged:]:
+                for index in shortlist:
+                    if index in concept:
+                        scores[index] += concept[index]
+                        covered[index] += 1
+            candidates = shortlist
+        return heapq.nlargest(limit, candidates, key=rank)
 
     def _concept(self, stem: str) -> dict[int, float]:
-        """Document -> best weighted score of ``stem`` or a relative; the same for every query."""
-        cached = self._concepts.get(stem)
-        if cached is None:
-            cached = dict(self._postings.get(stem, ()))
-            for related in _RELATED.get(stem, frozenset()) - {stem}:
-                for index, score in self._postings.get(related, ()):
-                    if _RELATED_WEIGHT * score > cached.get(index, 0.0):
-                        cached[index] = _RELATED_WEIGHT * score
-            if len(self._concepts) >= _MAX_CACHED_CONCEPTS:
-                self._concepts.clear()
-            self._concepts[stem] = cached
-        return cached
+        """Document -> best weighted score of ``stem`` or a relative (empty for an unknown word)."""
+        found = self._concepts.get(stem)
+        return found if found is not None else self._postings.get(stem, {})
+
+    def _relate(self, stem: str, relatives: frozenset[str]) -> dict[int, float]:
+        concept = dict(self._postings.get(stem, {}))
+        for related in relatives:
+            for index, score in self._postings.get(related, {}).items():
+                if _RELATED_WEIGHT * score > concept.get(index, 0.0):
+                    concept[index] = _RELATED_WEIGHT * score
+        return concept
 
 
-def _document(target: InstalledOperation) -> Counter[str]:
+def _document(target: InstalledOperation, stems: dict[str, str]) -> Counter[str]:
     op = target.operation
     parts: dict[str, str] = {
         "name": target.relative.replace(".", " "),
@@ -353,7 +433,7 @@ def _document(target: InstalledOperation) -> Counter[str]:
     }
     counts: Counter[str] = Counter()
     for field_name, text in parts.items():
-        for token in _tokens(text):
+        for token in _tokens(text, stems):
             counts[token] += _FIELD_WEIGHTS[field_name]
     return counts
 
@@ -392,16 +472,25 @@ def _local_definition(root: Mapping[str, Any], reference: str) -> object:
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
-def _tokens(text: str) -> list[str]:
-    """Lower-case word stems, splitting snake_case, camelCase and dotted paths."""
-    words = (word.lower() for word in _WORDS.findall(text))
-    return [_stem(word) for word in words if len(word) > 1 and word not in _STOPWORDS]
+def _tokens(text: str, stems: dict[str, str] | None = None) -> list[str]:
+    """Lower-case word stems, splitting snake_case, camelCase and dotted paths.
+
+    ``stems`` memoises stemming while one index is built; a query is stemmed afresh, so no
+    word a guest sends is kept.
+    """
+    words = [word for word in map(str.lower, _WORDS.findall(text)) if len(word) > 1 and word not in _STOPWORDS]
+    if stems is None:
+        return [_stem(word) for word in words]
+    return [stems[word] if word in stems else stems.setdefault(word, _stem(word)) for word in words]
+
+
+def _distinct_stems(query: str) -> list[str]:
+    return list(dict.fromkeys(_tokens(query)))
 
 
 _VOWELS = frozenset("aeiouy")
 
 
-@functools.lru_cache(maxsize=16_384)
 def _stem(word: str) -> str:
     """A small, consistent suffix stripper in the spirit of Porter's.
 

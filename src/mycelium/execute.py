@@ -453,7 +453,8 @@ def execute_description(
     stubs = render_bounded(list(catalog.targets), inline_chars + 1)
     inline = len(stubs) <= inline_chars and "more operations" not in stubs
     body = (
-        "These operations are available (Python stubs; call each as `await <path>(...)`):\n\n" + stubs
+        "These operations are available, as Python stubs. Call each by the path in the comment above it: "
+        "`# <ns>.<op>` means `await <ns>.<op>(...)`.\n\n" + stubs
         if inline
         else "Namespaces (operation counts). Find operations with `await forage.search(\"what you need\")`, "
         "then `await forage.describe(\"path\")` for the exact signature:\n\n"
@@ -469,20 +470,27 @@ def execute_description(
 _RULES = """\
 Run a short Python program in a fresh sandbox and get back its JSON result.
 
-Language: a Python subset (Monty). Available: functions, closures, dataclasses, comprehensions,
-f-strings, match, async/await, asyncio.gather, and the modules json, re, math, datetime, collections,
-itertools, functools, base64, hashlib, random, time. Missing: class inheritance, generators (yield),
-`del`, @property, host files, network, environment and other imports.
+Language: a Python subset (Monty): functions, closures, classes, dataclasses, comprehensions,
+f-strings, match, try/except, async/await and asyncio.gather. Not supported: class inheritance,
+generators (yield), `del`, method decorators (@property, @staticmethod, @classmethod).
+Modules you can import (no other imports work): asyncio, base64, binascii, bisect, collections, copy,
+csv, dataclasses, datetime, decimal, functools, hashlib, itertools, json, math, os, pathlib, random, re,
+sys, time, tomllib, typing, unicodedata. The host's files, network and environment are out of reach:
+os and pathlib see no host file and os.environ is not available.
 
-Calling operations:
-- Operations are async: `notes = await notes.search(query="x")`. Await every call; run several at
-  once with `await asyncio.gather(a(...), b(...))`.
-- Pass keyword arguments, or one dict (`await notes.search({"query": "x"})`), not both.
-- Top-level names are namespaces, also reachable under `env` (`await env.apps.bazaar.windows.open(url=u)`).
-- A call the host refuses returns {"refused": true, "reason": ..., "message": ...}: read the message.
+Calling operations (`<ns>.<op>` stands for a real operation path: see below, or find one with forage):
+- Operations are async. Await each call and keep its result in a new name, never a namespace's:
+  `found = await <ns>.<op>(name="value")`. Run several at once with
+  `a, b = await asyncio.gather(<ns>.<op>(...), <ns>.<op2>(...))`.
+- Pass keyword arguments, or one dict (`await <ns>.<op>({"name": "value"})`), not both. Values are
+  JSON: dates and times are ISO 8601 strings; the stubs say each field's format and limits.
+- Each namespace is a top-level name and is also under `env` (`await env.<ns>.<op>(...)`).
+- Any call may be refused by the host: it then returns {"refused": True, "reason": ..., "message": ...}
+  (`Refusal` in the stubs) and nothing ran. Check with `match found:` and
+  `case {"refused": True, "message": message}:`, then act on the message.
 - Bad arguments raise ValueError; a host failure raises RuntimeError with a reference.
-- Discover with `await forage.search("what you need")`, `await forage.list("prefix")` and
-  `await forage.describe("path.or.prefix")`.
+- Discover with `await forage.search("what you need")` (a few words), `await forage.list("prefix")`
+  and `await forage.describe("path.or.prefix")`.
 
 Result: end with `return <value>` (or a final expression). It must be JSON (dicts with string keys,
 lists, strings, finite numbers, booleans, None) and small; print() output comes back as logs. Each run
