@@ -17,11 +17,13 @@ from mycelium.failures import (
     GuestException,
     InvalidResult,
     ResultTooLarge,
+    SandboxBusy,
     SyntaxFailure,
     TransportLost,
     Unknown,
 )
 from mycelium.sandbox import SandboxRequest
+from mycelium.sandbox.boundary import sandbox_failure_message
 from mycelium.sandbox.wire import (
     MAX_FAILURE_TEXT_CHARS,
     MAX_NAME_CHARS,
@@ -40,6 +42,7 @@ from mycelium.sandbox.wire import (
     decode_sandbox_message,
     encode_host_message,
     encode_sandbox_message,
+    reported_failure,
     start_message,
 )
 from mycelium.values import MAX_JSON_DEPTH, JsonValue
@@ -61,6 +64,7 @@ SANDBOX_MESSAGES: list[SandboxMessage] = [
     FailedMessage(failure=Cancelled(acknowledged=False)),
     FailedMessage(failure=InvalidResult(reason="a set is not JSON")),
     FailedMessage(failure=ResultTooLarge(size=2_000_000, limit=1_000_000)),
+    FailedMessage(failure=SandboxBusy(capacity=8, waited_ms=2_500)),
     FailedMessage(failure=Unknown()),
 ]
 
@@ -192,7 +196,14 @@ MALFORMED: list[tuple[str, object]] = [
     ("failure without code", b'{"type":"failed","failure":{"message":"m"}}'),
     ("unknown failure code", b'{"type":"failed","failure":{"code":"meltdown"}}'),
     ("host-only capability-failed", _failed(code="capability-failed", module="m", operation="o", reference="r")),
-    ("host-only sandbox-busy", b'{"type":"failed","failure":{"code":"sandbox-busy","capacity":2,"waited_ms":5}}'),
+    ("sandbox-busy with no slots", _failed(code="sandbox-busy", capacity=0, waited_ms=5)),
+    ("sandbox-busy negative wait", _failed(code="sandbox-busy", capacity=2, waited_ms=-1)),
+    ("sandbox-busy wait too big", _failed(code="sandbox-busy", capacity=2, waited_ms=MAX_WIRE_INT + 1)),
+    ("sandbox-busy capacity too big", _failed(code="sandbox-busy", capacity=MAX_WIRE_INT + 1, waited_ms=5)),
+    ("sandbox-busy capacity a string", _failed(code="sandbox-busy", capacity="2", waited_ms=5)),
+    ("sandbox-busy wait a float", _failed(code="sandbox-busy", capacity=2, waited_ms=5.0)),
+    ("sandbox-busy without wait", _failed(code="sandbox-busy", capacity=2)),
+    ("sandbox-busy with a reason", _failed(code="sandbox-busy", capacity=2, waited_ms=5, reason="/srv/pool")),
     ("host-only invalid-arguments", b'{"type":"failed","failure":{"code":"invalid-arguments","message":"m"}}'),
     ("host-only bad-response", b'{"type":"failed","failure":{"code":"bad-response"}}'),
     ("failure missing field", b'{"type":"failed","failure":{"code":"result-too-large","size":5}}'),
@@ -212,6 +223,34 @@ MALFORMED: list[tuple[str, object]] = [
 @pytest.mark.parametrize("data", [data for _, data in MALFORMED], ids=[name for name, _ in MALFORMED])
 def test_anything_malformed_oversized_or_unknown_decodes_to_bad_response(data: object) -> None:
     assert decode_sandbox_message(data) == BadResponse()  # type: ignore[arg-type]
+
+
+def test_a_remote_pool_that_is_full_is_reported_as_sandbox_busy_contention_not_bad_response() -> None:
+    decoded = decode_sandbox_message(b'{"type":"failed","failure":{"code":"sandbox-busy","capacity":4,"waited_ms":0}}')
+    assert decoded == FailedMessage(failure=SandboxBusy(capacity=4, waited_ms=0))
+    assert isinstance(decoded, FailedMessage)
+    assert reported_failure(decoded, calls_made=0) == SandboxBusy(capacity=4, waited_ms=0)
+    at_bounds = _failed(code="sandbox-busy", capacity=MAX_WIRE_INT, waited_ms=MAX_WIRE_INT)
+    assert decode_sandbox_message(at_bounds) == FailedMessage(
+        failure=SandboxBusy(capacity=MAX_WIRE_INT, waited_ms=MAX_WIRE_INT)
+    )
+
+
+def test_sandbox_busy_after_the_sandbox_made_a_call_is_a_false_claim_and_bad_response() -> None:
+    busy = FailedMessage(failure=SandboxBusy(capacity=4, waited_ms=10))
+    assert reported_failure(busy, calls_made=1) == BadResponse()
+    # Every other failure may follow calls: the program ran, then failed.
+    other = FailedMessage(failure=GuestException(type_name="ValueError", message="bad"))
+    assert reported_failure(other, calls_made=3) == other.failure
+
+
+def test_sandbox_busy_over_the_wire_reaches_the_model_as_a_retry_later_message() -> None:
+    decoded = decode_sandbox_message(_failed(code="sandbox-busy", capacity=MAX_WIRE_INT, waited_ms=MAX_WIRE_INT))
+    assert isinstance(decoded, FailedMessage)
+    text = sandbox_failure_message(reported_failure(decoded, calls_made=0), "ref-1")
+    assert "did not run" in text
+    assert "Retry later" in text
+    assert len(text) < 200
 
 
 def test_the_size_bound_is_in_utf8_bytes_and_inclusive() -> None:

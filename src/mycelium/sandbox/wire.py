@@ -17,6 +17,12 @@ names are all it has.
 Everything a sandbox sends is untrusted. :func:`decode_sandbox_message` turns any
 malformed, oversized, non-JSON, too deeply nested or unknown message into
 :class:`~mycelium.failures.BadResponse` and never raises.
+
+A sandbox may report ``sandbox-busy``: a remote pool that is full is contention, as
+the host's own admission is, not a malformed reply. Its facts are the pool's
+``capacity`` (at least one slot) and ``waited_ms``, both bounded like every count. It
+means the program never started, so it is believable only before the sandbox made
+any call: :func:`reported_failure` turns a later one into ``bad-response``.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from ..failures import (
     GuestException,
     InvalidResult,
     ResultTooLarge,
+    SandboxBusy,
     SyntaxFailure,
     TransportLost,
     Unknown,
@@ -71,6 +78,7 @@ __all__ = [
     "decode_sandbox_message",
     "encode_host_message",
     "encode_sandbox_message",
+    "reported_failure",
     "start_message",
 ]
 
@@ -221,11 +229,12 @@ SandboxFailure: TypeAlias = (
     | Cancelled
     | InvalidResult
     | ResultTooLarge
+    | SandboxBusy
     | Unknown
 )
-"""The failures a sandbox may report. The others are the host's to decide: a sandbox
-cannot claim a host operation failed (``capability-failed``), that admission was full,
-that the tool call was malformed, or that it itself misbehaved."""
+"""The failures a sandbox may report, its own full pool (``sandbox-busy``) included. The
+others are the host's to decide: a sandbox cannot claim a host operation failed
+(``capability-failed``), that the tool call was malformed, or that it itself misbehaved."""
 
 
 class _SyntaxPayload(_Envelope):
@@ -270,6 +279,12 @@ class _ResultTooLargePayload(_Envelope):
     limit: _Count
 
 
+class _SandboxBusyPayload(_Envelope):
+    code: Literal["sandbox-busy"]
+    capacity: Annotated[int, Field(ge=1, le=MAX_WIRE_INT)]
+    waited_ms: _Count
+
+
 class _UnknownPayload(_Envelope):
     code: Literal["unknown"]
 
@@ -282,6 +297,7 @@ _FAILURE_CLASSES = (
     Cancelled,
     InvalidResult,
     ResultTooLarge,
+    SandboxBusy,
     Unknown,
 )
 _FAILURE_TYPES: dict[str, type[SandboxFailure]] = {failure.code: failure for failure in _FAILURE_CLASSES}
@@ -296,6 +312,7 @@ _FailurePayload: TypeAlias = (
     | _CancelledPayload
     | _InvalidResultPayload
     | _ResultTooLargePayload
+    | _SandboxBusyPayload
     | _UnknownPayload
 )
 _FAILURE_PAYLOAD: TypeAdapter[_FailurePayload] = TypeAdapter(Annotated[_FailurePayload, Field(discriminator="code")])
@@ -354,6 +371,17 @@ def decode_sandbox_message(
         # ValueError covers JSON syntax, undecodable UTF-8, over-long integers, NaN,
         # duplicate keys and pydantic's ValidationError; RecursionError is deep nesting.
         return BadResponse()
+
+
+def reported_failure(message: FailedMessage, *, calls_made: int) -> SandboxFailure | BadResponse:
+    """The failure a run ends with, checked against how many operation calls the sandbox made.
+
+    ``sandbox-busy`` says the program never started; after a call it is false, and a host
+    whose sandbox lies about what ran cannot tell the model what did: ``bad-response``.
+    """
+    if isinstance(message.failure, SandboxBusy) and calls_made > 0:
+        return BadResponse()
+    return message.failure
 
 
 def decode_host_message(data: bytes | str) -> StartMessage | CallResultMessage:
