@@ -10,16 +10,21 @@ from __future__ import annotations
 import ast
 import os
 import re
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
+from uuid import UUID
 
 import pytest
 from pydantic import BaseModel, Field
 
-from mycelium import Module, operation
+from mycelium import Access, Module, Runtime, operation
+from mycelium.access import AccessRefusal, RefusalReason
 from mycelium.discovery import Catalog
+from mycelium.failures import SyntaxFailure
 from mycelium.graph import build_graph
-from mycelium.stubs import MAX_DEPTH, StubRenderer
+from mycelium.sandbox.monty import MontySandbox
+from mycelium.stubs import MAX_DEPTH, REFUSAL, StubRenderer
 
 GOLDEN = Path(__file__).parent / "golden"
 TYPING_PRELUDE = "from typing import Any, Literal, TypedDict, NotRequired\n"
@@ -93,9 +98,9 @@ def test_the_output_type_is_the_return_annotation() -> None:
         title: str
 
     text = render({"listed": _op(output=list[Note]), "counted": _op(output=int), "untyped": _op()})
-    assert signature(text, "listed").endswith(") -> list[Note]:")
-    assert signature(text, "counted").endswith(") -> int:")
-    assert signature(text, "untyped").endswith(") -> Any:")
+    assert signature(text, "listed").endswith(") -> list[Note] | Refusal:")
+    assert signature(text, "counted").endswith(") -> int | Refusal:")
+    assert signature(text, "untyped").endswith(") -> Any:")  # Any admits a refusal already
     assert declaration(text, "Note") == "class Note(TypedDict):\n    id: int\n    title: str\n"
 
 
@@ -148,7 +153,7 @@ def test_refs_into_defs_resolve_to_the_named_declared_type() -> None:
         "required": ["start", "end"],
     }
     text = render_one(schema, {"$ref": "#/$defs/Point", "$defs": schema["$defs"]})
-    assert signature(text) == "async def op(*, start: Point, end: Point) -> Point:"
+    assert signature(text) == "async def op(*, start: Point, end: Point) -> Point | Refusal:"
     assert declaration(text, "Point") == "class Point(TypedDict):\n    x: float\n    y: float\n"
 
 
@@ -256,7 +261,8 @@ def test_additional_properties_schema_renders_as_a_dict_of_its_type() -> None:
 
     text = render_one(Model, {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}})
     assert (
-        signature(text) == "async def op(*, counts: dict[str, int], notes: dict[str, Note]) -> dict[str, list[float]]:"
+        signature(text)
+        == "async def op(*, counts: dict[str, int], notes: dict[str, Note]) -> dict[str, list[float]] | Refusal:"
     )
     assert "class Note(TypedDict):" in text
 
@@ -276,7 +282,8 @@ def test_a_self_referencing_ref_renders_the_type_name_without_looping() -> None:
         "    children: NotRequired[list[Node]]\n"
     )
     assert (
-        signature(text) == "async def op(*, value: int, next: Node | None = None, children: list[Node] = []) -> Node:"
+        signature(text)
+        == "async def op(*, value: int, next: Node | None = None, children: list[Node] = []) -> Node | Refusal:"
     )
 
 
@@ -306,10 +313,10 @@ def test_different_types_with_the_same_title_get_different_names_and_one_type_us
     )
     assert declaration(text, "Item") == "class Item(TypedDict):\n    sku: str\n"
     assert declaration(text, "Item2") == "class Item2(TypedDict):\n    label: str\n"
-    assert text.count("(TypedDict):") == 2
-    assert signature(text, "buy").endswith("-> list[Item]:")
-    assert signature(text, "sell") == "async def sell(*, item: Item2) -> Item:"
-    assert signature(text, "keep").endswith("-> dict[str, Item]:")
+    assert text.count("(TypedDict):") == 3  # Item, Item2 and Refusal
+    assert signature(text, "buy").endswith("-> list[Item] | Refusal:")
+    assert signature(text, "sell") == "async def sell(*, item: Item2) -> Item | Refusal:"
+    assert signature(text, "keep").endswith("-> dict[str, Item] | Refusal:")
 
 
 def test_types_that_look_alike_but_refer_to_different_defs_are_not_merged() -> None:
@@ -404,6 +411,19 @@ def _every_rule_catalog() -> dict[str, Any]:
             {"op": _op(field_schema({"false": field_schema({"k": {"type": "integer"}})}))},
             id="property-named-like-a-keyword-when-capitalised",
         ),
+        pytest.param(
+            {
+                "op": _op(
+                    field_schema(
+                        {
+                            "code": {"type": "string", "pattern": '^"\\N{DIGIT ONE}\\d+"""$', "description": "A code."},
+                            "o": field_schema({"k": {"type": "string", "pattern": "\\d+\n#x", "format": "a\nb"}}),
+                        }
+                    )
+                )
+            },
+            id="constraints-with-quotes-backslashes-and-newlines",
+        ),
     ],
 )
 def test_the_rendered_stub_text_is_valid_python_syntax(operations: dict[str, Any]) -> None:
@@ -472,6 +492,188 @@ def test_golden_stub_of_a_nested_recursive_union_typed_schema() -> None:
     golden = GOLDEN / "nested_recursive_union.pyi"
     if os.environ.get("UPDATE_GOLDEN") == "1":
         golden.parent.mkdir(exist_ok=True)
+        golden.write_text(described, encoding="utf-8")
+    assert described == golden.read_text(encoding="utf-8")
+    ast.parse(TYPING_PRELUDE + described)
+
+
+# --- Refusals: every return type admits one -------------------------------------------------
+
+
+def test_every_stub_return_type_admits_the_refusal_shape_declared_once() -> None:
+    class Note(BaseModel):
+        id: int
+
+    text = render({"a": _op(output=Note), "b": _op(output=list[Note]), "c": _op(output=int | None), "d": _op()})
+    assert signature(text, "a").endswith(") -> Note | Refusal:")
+    assert signature(text, "b").endswith(") -> list[Note] | Refusal:")
+    assert signature(text, "c").endswith(") -> int | None | Refusal:")
+    assert signature(text, "d").endswith(") -> Any:")  # Any admits a refusal already
+    assert text.count(f"class {REFUSAL}(TypedDict):") == 1
+    # A host type that happens to be called Refusal gets a name of its own.
+    own = field_schema({"why": {"type": "string"}}, required=["why"], title="Refusal")
+    clash = render({"op": _op(output=own)})
+    assert signature(clash) == "async def op() -> Refusal2 | Refusal:"
+    assert declaration(clash, "Refusal2") == "class Refusal2(TypedDict):\n    why: str\n"
+
+
+def test_the_refusal_declaration_has_exactly_the_keys_and_reasons_of_a_refused_call() -> None:
+    text = render({"op": _op(output=int)})
+    block = declaration(text, REFUSAL)
+    (declared,) = ast.parse(block).body
+    assert isinstance(declared, ast.ClassDef)
+    keys = [
+        field.target.id
+        for field in declared.body
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+    ]
+    refusal = AccessRefusal(module="m", operation="op", reason="not-granted", message="No.")
+    assert keys == list(refusal.to_json())
+    assert "refused: Literal[True]" in block
+    assert f"reason: Literal[{', '.join(map(repr, get_args(RefusalReason)))}]" in block
+
+
+class Memo(BaseModel):
+    id: int
+    title: str
+
+
+async def test_a_program_that_checks_for_a_refusal_passes_the_type_check_for_every_output_shape() -> None:
+    notes = Module(id="notes-v1", name="notes")
+
+    @notes.operation(access="write")
+    async def delete(id: int) -> Memo:
+        return Memo(id=id, title="gone")
+
+    @notes.operation(access="read")
+    async def search(query: str) -> list[Memo]:
+        return [Memo(id=1, title=query)]
+
+    @notes.operation(access="read")
+    async def count() -> int:
+        return 1
+
+    program = (
+        "r = await notes.delete(id=1)\n"
+        "if r.get('refused'):\n"
+        "    pass\n"
+        "refused = []\n"
+        "for call in (notes.delete(id=1), notes.search(query='x'), notes.count()):\n"
+        "    found = await call\n"
+        "    match found:\n"
+        "        case {'refused': True, 'message': message}:\n"
+        "            refused.append(message)\n"
+        "found = await notes.search(query='x')\n"
+        "match found:\n"
+        "    case {'refused': True, 'message': message}:\n"
+        "        return refused\n"
+        "n = await notes.count()\n"
+        "match n:\n"
+        "    case {'refused': True}:\n"
+        "        return refused\n"
+        "return [found[0]['title'], n + 1]\n"
+    )
+    sandbox = MontySandbox(type_check=True)
+    async with Runtime(modules=[notes], sandbox=sandbox, access=Access(grants={"notes-v1": "none"})) as runtime:
+        async with runtime.lease() as lease:
+            refused = await lease.execute_tool.run(program)
+            unchecked = await lease.execute_tool.run("found = await notes.search(query='x')\nreturn found[0]")
+    assert not refused.is_error, refused.text
+    assert isinstance(refused.value, list)
+    assert len(refused.value) == 3
+    assert all("not available" in message for message in refused.value)
+    # A program that ignores the refusal is caught before it runs.
+    assert isinstance(unchecked.failure, SyntaxFailure)
+    assert unchecked.failure.type_check
+    async with Runtime(modules=[notes], sandbox=MontySandbox(type_check=True)) as runtime:
+        async with runtime.lease() as lease:
+            allowed = await lease.execute_tool.run(program)
+    assert allowed.value == ["x", 2], allowed.text
+
+
+# --- Formats and constraints ----------------------------------------------------------------
+
+
+class Slot(BaseModel):
+    """A bookable slot."""
+
+    start: datetime = Field(description="When it starts.")
+    minutes: Annotated[int, Field(gt=0, le=480)]
+    code: Annotated[str, Field(pattern=r"^[A-Z]{3}\d$", min_length=4, max_length=4)]
+
+
+class BookInput(BaseModel):
+    day: date = Field(description="The day to book.")
+    at: time | None = None
+    length: timedelta = Field(description="How long.")
+    ref: UUID
+    party: Annotated[int, Field(ge=1, le=12, description="How many people.")] = 2
+    price: Annotated[float, Field(ge=0, lt=10_000, multiple_of=0.01)]
+    name: Annotated[str, Field(min_length=1, max_length=80)]
+    tags: Annotated[list[Annotated[str, Field(max_length=20)]], Field(min_length=1, max_length=5)] = ["main"]
+    seats: Annotated[list[int], Field(json_schema_extra={"uniqueItems": True})] = []
+    days: list[date] = []
+    kind: Literal["table", "bar"] = "table"
+    slots: list[Slot] = []
+    corner: tuple[int, int] = (0, 0)
+
+
+def test_stubs_keep_string_formats_and_field_constraints_beside_the_types() -> None:
+    text = render({"book": _op(BookInput, Slot, description="Book a table.")})
+    doc = dict(re.findall(r"^    (\w+): (.*)$", text, re.MULTILINE))
+    assert doc["day"] == "The day to book. [a date, YYYY-MM-DD]"
+    assert doc["at"] == "[a time, HH:MM:SS]"
+    assert doc["length"] == "How long. [a duration, ISO 8601 (PT1H30M)]"
+    assert doc["ref"] == "[format uuid]"
+    assert doc["party"] == "How many people. [1 <= party <= 12]"
+    assert doc["price"] == "[0 <= price < 10000, a multiple of 0.01]"
+    assert doc["name"] == "[1 <= len(name) <= 80]"
+    assert doc["tags"] == "[1 <= len(tags) <= 5, each item: len(item) <= 20]"
+    assert doc["seats"] == "[no duplicates]"
+    assert doc["days"] == "[each item: a date, YYYY-MM-DD]"
+    assert "kind" not in doc  # an enum says its values in its Literal type
+    assert "corner" not in doc  # a tuple says its length in its type
+    assert declaration(text, "Slot") == (
+        "class Slot(TypedDict):\n"
+        '    """A bookable slot."""\n'
+        "    start: str  # When it starts. [a date and time, ISO 8601 (2024-05-01T09:30:00Z)]\n"
+        "    minutes: int  # [0 < minutes <= 480]\n"
+        "    code: str  # [len(code) == 4, matches the pattern ^[A-Z]{3}\\d$]\n"
+    )
+
+
+def test_a_non_object_input_keeps_its_constraints_too() -> None:
+    text = render_one({"type": "integer", "minimum": 1})
+    assert signature(text) == "async def op(input: int, /) -> Any:"
+    assert '"""input: [input >= 1]\n' in text
+
+
+def test_constraint_notes_are_bounded() -> None:
+    schema = field_schema(
+        {
+            "code": {"type": "string", "pattern": "x" * 5_000, "format": "f" * 5_000, "description": "d" * 5_000},
+            "n": {"type": "number", "minimum": 10**400 if False else 1e300, "maximum": 2e300},
+        }
+    )
+    text = render_one(schema)
+    for line in text.splitlines():
+        assert len(line) <= 400, line[:100]
+    assert "x" * 61 not in text
+
+
+def test_golden_stub_of_an_operation_with_formats_and_constraints() -> None:
+    booking = Module(
+        id="booking-app",
+        name="booking",
+        operations={
+            "tables.book": operation(
+                input=BookInput, output=Slot, execute=lambda _: None, access="write", description="Book a table."
+            )
+        },
+    )
+    described = Catalog(build_graph([booking], revision=1)).describe("booking.tables.book")
+    golden = GOLDEN / "formats_and_constraints.pyi"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
         golden.write_text(described, encoding="utf-8")
     assert described == golden.read_text(encoding="utf-8")
     ast.parse(TYPING_PRELUDE + described)

@@ -7,6 +7,13 @@ schemas produce it: ``$ref``/``$defs``, ``anyOf``/``oneOf``/``allOf``, ``enum`` 
 ``const`` (as ``Literal``), nullable types, arrays and tuples (``prefixItems``),
 ``additionalProperties``, recursive types (a type refers to itself by name) and a depth
 limit beyond which a type is ``Any``. Two different types never share a name.
+
+What a type cannot say is said beside it, bounded: a string's ``format`` (``date``,
+``date-time``...) and a value's constraints (``minimum``, ``exclusiveMaximum``,
+``multipleOf``, ``minLength``, ``pattern``, ``minItems``...) follow the field's description
+in the docstring, or in the comment of a ``TypedDict`` field. Any call can be refused by
+the host's access decisions (a grant can be withdrawn from any operation at any time), so
+every return type admits :data:`REFUSAL`, declared once per rendering.
 """
 
 from __future__ import annotations
@@ -15,15 +22,27 @@ import json
 import keyword
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, get_args
 
+from .access import RefusalReason
 from .graph import InstalledOperation
 from .text import clip
 
-__all__ = ["StubRenderer"]
+__all__ = ["REFUSAL", "StubRenderer"]
 
 MAX_DEPTH = 8
+REFUSAL = "Refusal"
+"""The name of the type every stub's return type admits: what a refused call returns."""
 _MAX_COMMENT_CHARS = 120
+_MAX_RULE_CHARS = 160
+_MAX_PATTERN_CHARS = 60
+# What each common string format looks like, said so a model writes it right.
+_FORMATS = {
+    "date": "a date, YYYY-MM-DD",
+    "date-time": "a date and time, ISO 8601 (2024-05-01T09:30:00Z)",
+    "time": "a time, HH:MM:SS",
+    "duration": "a duration, ISO 8601 (PT1H30M)",
+}
 _JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
@@ -38,7 +57,7 @@ class StubRenderer:
         self._declarations: dict[str, str] = {}  # name -> rendered declaration, in order of first use
         self._names: dict[str, str] = {}  # fingerprint of an object schema -> its name
         # Names the stubs themselves use can never name a declared type.
-        self._reserved: set[str] = {"Any", "Literal", "TypedDict", "NotRequired", "None"}
+        self._reserved: set[str] = {"Any", "Literal", "TypedDict", "NotRequired", "None", REFUSAL}
 
     def operation(self, target: InstalledOperation) -> str:
         """The stub of one operation (its types go to :meth:`declarations`)."""
@@ -47,12 +66,14 @@ class StubRenderer:
         base = _type_name(leaf)
         parameters, documented = self._parameters(op.input_schema, base)
         output = self._type(op.output_schema, op.output_schema, f"{base}Result", 0)
+        if output != "Any":  # Any admits a refusal already
+            output = _union([output, self._refusal()])
         labels = "read" if op.access == "read" else "write"
         if op.confirm:
             labels += "; a person confirms each call"
         paragraphs = [op.description.strip()] if op.description else []
         if documented:
-            paragraphs.append("\n".join(f"{name}: {_clip(text)}" for name, text in documented))
+            paragraphs.append("\n".join(f"{name}: {text}" for name, text in documented))
         paragraphs.append(f"Access: {labels}.")
         body = _docstring("\n\n".join(paragraphs)).replace("\n", "\n    ").replace("\n    \n", "\n\n")
         return f"# {target.path}\nasync def {leaf}({parameters}) -> {output}:\n    \"\"\"{body}\n    \"\"\"\n"
@@ -60,6 +81,23 @@ class StubRenderer:
     def declarations(self) -> str:
         """Every type the rendered operations use, in first-use order."""
         return "".join(self._declarations.values())
+
+    def _refusal(self) -> str:
+        """Declare :data:`REFUSAL` (once) and return its name."""
+        if REFUSAL not in self._declarations:
+            text = self._builtins + "str"
+            reasons = ", ".join(repr(reason) for reason in get_args(RefusalReason))
+            self._declarations[REFUSAL] = (
+                f"class {REFUSAL}(TypedDict):\n"
+                '    """What a call returns instead of its result when the host refuses it; nothing ran.\n'
+                '    Check: match result: case {"refused": True, "message": message}: ..."""\n'
+                "    refused: Literal[True]\n"
+                f"    module: {text}\n"
+                f"    operation: {text}\n"
+                f"    reason: Literal[{reasons}]\n"
+                f"    message: {text}  # What happened and what to do instead.\n\n"
+            )
+        return REFUSAL
 
     def checkpoint(self) -> tuple[dict[str, str], dict[str, str], set[str]]:
         """The renderer's state, to :meth:`restore` if a stub rendered since is not used."""
@@ -81,7 +119,8 @@ class StubRenderer:
         if resolved.get("type") == "object" and isinstance(properties, Mapping) and not properties:
             return "", []
         if not isinstance(properties, Mapping) or not all(_is_name(key) for key in properties):
-            return f"input: {self._type(schema, schema, f'{base}Input', 0)}, /", []
+            note = _note("input", schema, schema)
+            return f"input: {self._type(schema, schema, f'{base}Input', 0)}, /", [("input", note)] if note else []
         required = set(resolved.get("required", ()))
         first: list[str] = []
         later: list[str] = []
@@ -93,9 +132,9 @@ class StubRenderer:
             else:
                 default = field.get("default", ...) if isinstance(field, Mapping) else ...
                 later.append(f"{name}: {kind} = {_literal(default) if default is not ... else '...'}")
-            description = field.get("description") if isinstance(field, Mapping) else None
-            if isinstance(description, str) and description.strip():
-                documented.append((name, description.strip()))
+            note = _note(name, field, schema)
+            if note:
+                documented.append((name, note))
         return "*, " + ", ".join(first + later), documented
 
     def _type(self, schema: object, root: Mapping[str, Any], hint: str, depth: int) -> str:
@@ -176,8 +215,7 @@ class StubRenderer:
             kind = self._type(field, root, _type_name(str(key)), depth + 1)
             if key not in required:
                 kind = f"NotRequired[{kind}]"
-            note = field.get("description", "") if isinstance(field, Mapping) else ""
-            fields.append((str(key), kind, _clip(note) if isinstance(note, str) else ""))
+            fields.append((str(key), kind, _note(str(key), field, root)))
         description = schema.get("description")
         lines: list[str]
         if all(_is_name(key) for key, _, _ in fields):
@@ -262,3 +300,80 @@ def _docstring(text: str) -> str:
 
 def _clip(text: str) -> str:
     return clip(" ".join(text.split()), _MAX_COMMENT_CHARS)
+
+
+def _note(name: str, field: object, root: Mapping[str, Any]) -> str:
+    """A field's description, then in brackets what its value must satisfy; empty when neither."""
+    description = field.get("description") if isinstance(field, Mapping) else None
+    text = _clip(description) if isinstance(description, str) else ""
+    rules = " ".join(_rules(name, field, root).split())  # one line, whatever a format holds
+    if rules:
+        text += (" " if text else "") + f"[{clip(rules, _MAX_RULE_CHARS)}]"
+    return text
+
+
+def _rules(name: str, schema: object, root: Mapping[str, Any], *, items: bool = True) -> str:
+    """What a value of ``schema`` must satisfy beyond its type, as short Python-like conditions.
+
+    Looks into the members of a union (``date | None``) and, with ``items``, one level into
+    the items of an array (``list[date]``).
+    """
+    resolved = _resolve(schema, root)
+    members = [resolved]
+    for combinator in ("anyOf", "oneOf", "allOf"):
+        if isinstance(resolved.get(combinator), list):
+            members.extend(_resolve(member, root) for member in resolved[combinator])
+    rules = list(dict.fromkeys(rule for member in members for rule in _own_rules(name, member)))
+    if items:
+        each = [_rules("item", member["items"], root, items=False) for member in members if "items" in member]
+        rules.extend(f"each item: {rule}" for rule in dict.fromkeys(each) if rule)
+    return ", ".join(rules)
+
+
+def _own_rules(name: str, schema: Mapping[str, Any]) -> list[str]:
+    rules: list[str] = []
+    kind = schema.get("format")
+    if isinstance(kind, str):
+        rules.append(_FORMATS.get(kind, f"format {clip(kind, 40)}"))
+    bounds = [("minimum", "maximum", name), ("minLength", "maxLength", f"len({name})")]
+    bounds.append(("minProperties", "maxProperties", f"len({name})"))
+    if "prefixItems" not in schema:  # a tuple's type says its length already
+        bounds.append(("minItems", "maxItems", f"len({name})"))
+    for low, high, subject in bounds:
+        rule = _range(schema, low, high, subject)
+        if rule:
+            rules.append(rule)
+    multiple = schema.get("multipleOf")
+    if _is_number(multiple):
+        rules.append(f"a multiple of {multiple!r}")
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        rules.append(f"matches the pattern {clip(pattern, _MAX_PATTERN_CHARS)}")
+    if schema.get("uniqueItems") is True:
+        rules.append("no duplicates")
+    return rules
+
+
+def _range(schema: Mapping[str, Any], low: str, high: str, subject: str) -> str:
+    """``1 <= x <= 10``, ``x > 0``, ``len(x) == 3``... from inclusive and exclusive bounds."""
+    lower, upper = schema.get(low), schema.get(high)
+    lower_op = upper_op = "<="
+    if low == "minimum":  # only numbers have exclusive bounds
+        if _is_number(schema.get("exclusiveMinimum")):
+            lower, lower_op = schema["exclusiveMinimum"], "<"
+        if _is_number(schema.get("exclusiveMaximum")):
+            upper, upper_op = schema["exclusiveMaximum"], "<"
+    has_lower, has_upper = _is_number(lower), _is_number(upper)
+    if has_lower and has_upper:
+        if lower == upper and lower_op == upper_op == "<=":
+            return f"{subject} == {lower!r}"
+        return f"{lower!r} {lower_op} {subject} {upper_op} {upper!r}"
+    if has_lower:
+        return f"{subject} {'>=' if lower_op == '<=' else '>'} {lower!r}"
+    if has_upper:
+        return f"{subject} {upper_op} {upper!r}"
+    return ""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -19,9 +19,18 @@ class DrawResult(TypedDict):
     bounds: tuple[float, float, float, float]
     warnings: list[str]
 
+class Refusal(TypedDict):
+    """What a call returns instead of its result when the host refuses it; nothing ran.
+    Check: match result: case {"refused": True, "message": message}: ..."""
+    refused: Literal[True]
+    module: str
+    operation: str
+    reason: Literal['not-granted', 'read-only-grant', 'confirmation-unavailable', 'confirmation-declined']
+    message: str  # What happened and what to do instead.
+
 
 # apps.canvas.shapes.draw
-async def draw(*, tree: Tree, style: Literal['outline', 'filled'] = 'outline', scale: float | None = None, layer: str | None = None) -> DrawResult:
+async def draw(*, tree: Tree, style: Literal['outline', 'filled'] = 'outline', scale: float | None = None, layer: str | None = None) -> DrawResult | Refusal:
     """Draw a tree of shapes on the canvas.
 
     Nothing is erased first; draw onto an empty layer to start clean.
