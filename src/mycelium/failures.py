@@ -4,14 +4,15 @@ Every failed execute ends in exactly one of these frozen dataclasses. Each has a
 stable ``code`` (a class attribute, also in :meth:`to_dict`) that hosts and models can
 branch on; the fields are safe facts, never host exception text. A sandbox adapter
 reports a typed failure by raising :class:`SandboxError`; anything else it raises is
-foreign and becomes :class:`Unknown`.
+foreign and becomes :class:`Unknown`. :data:`Failure` is their union: ``help(Failure)``
+lists every member with its code.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar, Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias, Union, get_args
 
 __all__ = [
     "BadResponse",
@@ -148,19 +149,38 @@ class Unknown(_FailureBase):
     code: ClassVar[str] = "unknown"
 
 
-Failure: TypeAlias = (
-    SyntaxFailure
-    | GuestException
-    | TransportLost
-    | BadResponse
-    | CapabilityFailed
-    | DeadlineExceeded
-    | Cancelled
-    | InvalidResult
-    | ResultTooLarge
-    | SandboxBusy
-    | InvalidArguments
-    | Unknown
+# A `typing.Union`, not an `X | Y` union: only the former can carry the docstring that
+# `help(Failure)` shows. Both work alike in annotations, `isinstance` and `typing.get_args`.
+Failure: TypeAlias = Union[  # noqa: UP007
+    SyntaxFailure,
+    GuestException,
+    TransportLost,
+    BadResponse,
+    CapabilityFailed,
+    DeadlineExceeded,
+    Cancelled,
+    InvalidResult,
+    ResultTooLarge,
+    SandboxBusy,
+    InvalidArguments,
+    Unknown,
+]
+Failure.__doc__ = (
+    """Any typed execute failure: one of a closed set of frozen dataclasses.
+
+``ToolResult.failure`` and ``FailureEvidence.failure`` hold one. Each member has a stable
+``code``; branch on the class with ``match`` (or on ``failure.code``), and test membership
+with ``isinstance(value, Failure)``::
+
+    match result.failure:
+        case DeadlineExceeded(acknowledged=False): ...
+        case CapabilityFailed(reference=reference): ...
+
+The members, with their codes:
+
+"""
+    + "\n".join(f"- ``{kind.__name__}`` ({kind.code}): {kind.__doc__}" for kind in get_args(Failure))
+    + "\n"
 )
 
 
