@@ -48,8 +48,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pydantic_monty
 from catalogs import generated_catalog
+from pydantic_monty import AsyncMonty, ExternalModule
 from stats import percentile
+
+import mycelium
+from mycelium import ExecutionOptions, Lease, Module, Operation, Runtime
+from mycelium.sandbox.monty import MontySandbox
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -124,15 +130,15 @@ def emit(**fields: object) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def catalog(modules: int, operations: int) -> list[Any]:
+def catalog(modules: int, operations: int) -> list[Module]:
     """``modules`` generated modules whose namespaces Monty accepts.
 
-    Monty refuses a namespace that shadows one of its own modules (the generated catalog has a
-    ``collections`` resource); such a module makes every run fail today, so it is left out.
+    Monty refuses a namespace named after one of its own modules, and the generated catalog
+    has a ``collections`` resource: with that module installed no run could start (or it would
+    not install), so it is left out.
     """
-    from pydantic_monty import ExternalModule
 
-    def accepted(module: Any) -> bool:
+    def accepted(module: Module) -> bool:
         for key in module.operations:
             for segment in key.split(".")[:-1]:
                 try:
@@ -146,11 +152,11 @@ def catalog(modules: int, operations: int) -> list[Any]:
     ]
 
 
-def one_call_program(modules: Sequence[Any]) -> str:
+def one_call_program(modules: Sequence[Module]) -> str:
     """A program calling a read operation of the first module that needs no input."""
     for module in modules:
         for key, op in module.operations.items():
-            if op.access == "read" and not op.input_schema.get("required"):
+            if isinstance(op, Operation) and op.access == "read" and not op.input_schema.get("required"):
                 return f"return await {module.name}.{key}()"
     raise SystemExit("the generated catalog has no read operation without required input")
 
@@ -204,7 +210,7 @@ async def grow(run_once: Callable[[int], Awaitable[str | None]], arguments: argp
     measured = done - arguments.warmup
     if baseline is None or measured < MIN_MEASURED:  # stopped in (or just after) the warm-up
         baseline, measured, timed_from = first, max(done, 1), first_at
-        stopped = f"{stopped}; measured from the 10th execute, warm-up included"
+        stopped = f"{stopped or 'a short run'}; measured from the 10th execute, warm-up included"
     seconds = finished_at - timed_from
     return {
         "executes": measured,
@@ -219,13 +225,10 @@ async def grow(run_once: Callable[[int], Awaitable[str | None]], arguments: argp
 
 
 async def mycelium_growth(arguments: argparse.Namespace) -> dict[str, object]:
-    from mycelium import Runtime
-    from mycelium.sandbox.monty import MontySandbox
-
     modules = catalog(arguments.modules, arguments.operations)
     code = one_call_program(modules)
 
-    async def failure_text(lease: Any, index: int) -> str | None:
+    async def failure_text(lease: Lease, index: int) -> str | None:
         result = await lease.execute_tool.run(code, tool_call_id=f"call-{index}")
         return result.text if result.is_error else None
 
@@ -242,8 +245,6 @@ async def mycelium_growth(arguments: argparse.Namespace) -> dict[str, object]:
 
 
 async def bare_growth(arguments: argparse.Namespace) -> dict[str, object]:
-    from pydantic_monty import AsyncMonty, ExternalModule
-
     async def ping() -> dict[str, str]:
         return {"value": "pong"}
 
@@ -301,9 +302,7 @@ class Ticker:
                 emit(event="beat")
 
 
-def notes_module() -> Any:
-    from mycelium import Module
-
+def notes_module() -> Module:
     notes = Module(id="bench-notes", name="notes", description="Notes kept by the bench host")
 
     @notes.operation(access="read")
@@ -320,9 +319,6 @@ def notes_module() -> Any:
 
 
 async def hostile(arguments: argparse.Namespace) -> None:
-    from mycelium import ExecutionOptions, Runtime
-    from mycelium.sandbox.monty import MontySandbox
-
     names = list(HOSTILE)
     chosen = [names[int(index)] for index in arguments.programs.split(",")]
     width = len(chosen) if arguments.concurrent else None
@@ -710,10 +706,6 @@ def _met(ok: bool) -> str:
 
 
 async def parent(arguments: argparse.Namespace) -> None:
-    import pydantic_monty
-
-    import mycelium
-
     started = time.monotonic()
     print(
         f"mycelium from {os.path.dirname(mycelium.__file__)}, python {sys.version.split()[0]}, "
