@@ -19,6 +19,7 @@ import bisect
 import heapq
 import itertools
 import math
+import operator
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -378,8 +379,11 @@ class _Bm25:
         concepts = sorted(filter(None, map(self._concept, stems)), key=len)
         if not concepts:
             return []
+        # Two dicts filled in lockstep (same keys, same order): a document's summed score and
+        # how many concepts it covers. Its rank is their product; the share of the query it
+        # covers would divide all alike.
         scores = dict(concepts[0])
-        covered = dict.fromkeys(scores, 1)
+        covered = Counter(dict.fromkeys(scores, 1))
         budget = _MERGE_BUDGET - len(scores)
         merged = 1
         for concept in concepts[1:]:
@@ -388,24 +392,20 @@ class _Bm25:
                 break
             budget -= len(concept)
             merged += 1
+            score_of = scores.get
             for index, score in concept.items():
-                scores[index] = scores.get(index, 0.0) + score
-                covered[index] = covered.get(index, 0) + 1
-        total = len(stems)
-
-        def rank(index: int) -> tuple[float, int]:
-            return scores[index] * covered[index] / total, -index
-
-        candidates: Iterable[int] = scores
-        if merged < len(concepts):
-            shortlist = heapq.nlargest(max(_SHORTLIST, limit), scores, key=rank)
-            for concept in concepts[merged:]:
-                for index in shortlist:
-                    if index in concept:
-                        scores[index] += concept[index]
-                        covered[index] += 1
-            candidates = shortlist
-        return heapq.nlargest(limit, candidates, key=rank)
+                scores[index] = score_of(index, 0.0) + score
+            covered.update(concept.keys())
+        if merged == len(concepts):
+            return _best(limit, scores, covered)
+        shortlist = _best(max(_SHORTLIST, limit), scores, covered)
+        for concept in concepts[merged:]:
+            for index in shortlist:
+                if index in concept:
+                    scores[index] += concept[index]
+                    covered[index] += 1
+        kept = dict.fromkeys(shortlist)
+        return _best(limit, {index: scores[index] for index in kept}, {index: covered[index] for index in kept})
 
     def _concept(self, stem: str) -> dict[int, float]:
         """Document -> best weighted score of ``stem`` or a relative (empty for an unknown word)."""
@@ -419,6 +419,16 @@ class _Bm25:
                 if _RELATED_WEIGHT * score > concept.get(index, 0.0):
                     concept[index] = _RELATED_WEIGHT * score
         return concept
+
+
+def _best(count: int, scores: Mapping[int, float], covered: Mapping[int, int]) -> list[int]:
+    """The ``count`` documents of highest ``score * covered``, the lower index first on a tie.
+
+    ``scores`` and ``covered`` hold the same documents in the same order. Ranked without a
+    Python call per document: the whole pass runs in C.
+    """
+    ranks = map(operator.mul, scores.values(), covered.values())
+    return [-negated for _, negated in heapq.nlargest(count, zip(ranks, map(operator.neg, scores), strict=True))]
 
 
 def _document(target: InstalledOperation, stems: dict[str, str]) -> Counter[str]:
