@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import gc
+import logging
+import warnings
+from collections.abc import Iterator
+
 import anyio
 import pytest
 
 from mycelium import (
     ExecutionOptions,
+    Lease,
     LeaseReleased,
     Module,
     Runtime,
@@ -17,6 +23,7 @@ from mycelium import (
     operation,
 )
 from mycelium.testing import direct_sandbox, rejecting_sandbox
+from probes import Probe, ProbeSandbox, ignore
 
 
 def demo_module() -> Module:
@@ -182,3 +189,133 @@ async def test_modules_registered_after_construction_do_not_change_the_installed
         module.add("later", operation(execute=lambda: 1))
         async with runtime.lease() as lease:
             assert [entry.path for entry in lease.catalog.entries] == ["demo.ping"]
+
+
+# ------------------------------------------------------------------------------------------
+# A forgotten lease: close() says what it waits for; a collected lease warns and gives back
+# ------------------------------------------------------------------------------------------
+
+
+class Captured(logging.Handler):
+    """Collects the mycelium logger's warnings and signals the first one from ``close()``."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.close_warned = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("runtime.close()"):
+            self.messages.append(message)
+            self.close_warned.set()
+        elif "garbage-collected" in message:
+            self.messages.append(message)
+
+
+@pytest.fixture
+def warned() -> Iterator[Captured]:
+    handler = Captured()
+    logger = logging.getLogger("mycelium")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+async def forget_a_lease(runtime: Runtime) -> Lease:
+    return await runtime.acquire()  # the line a warning must point at
+
+
+async def test_close_warns_after_the_configured_wait_naming_each_unreleased_lease_and_where_it_was_acquired(
+    warned: Captured,
+) -> None:
+    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=20)
+    forgotten = await forget_a_lease(runtime)
+    async with runtime.lease():  # released before close: never named
+        pass
+    closed = anyio.Event()
+
+    async def close() -> None:
+        await runtime.close()
+        closed.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(close)
+        with anyio.fail_after(10):
+            await warned.close_warned.wait()
+        assert not closed.is_set()
+        [message] = warned.messages
+        assert message.startswith("runtime.close() has waited 0.02 s for 1 unreleased lease(s): ")
+        assert "the lease of revision 1 acquired at " in message
+        line = forget_a_lease.__code__.co_firstlineno + 1
+        assert f"{__file__}:{line} in forget_a_lease <- {__file__}:" in message
+        assert "in test_close_warns_after_the_configured_wait" in message
+        assert "async with runtime.lease()" in message
+        await forgotten.release()
+    assert closed.is_set()
+    assert len(warned.messages) == 1  # said once, not repeated
+
+
+async def test_a_close_that_ends_before_the_warning_wait_logs_nothing(warned: Captured) -> None:
+    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=60_000)
+    lease = await runtime.acquire()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runtime.close)
+        await anyio.wait_all_tasks_blocked()
+        await lease.release()
+    assert warned.messages == []
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, "5000", True])
+def test_close_warning_ms_must_be_a_positive_int(value: object) -> None:
+    with pytest.raises(ValueError, match="close_warning_ms"):
+        Runtime(sandbox=rejecting_sandbox(), close_warning_ms=value)  # type: ignore[arg-type]
+
+
+async def test_a_lease_garbage_collected_unreleased_warns_and_gives_its_hold_back(warned: Captured) -> None:
+    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=60_000)
+    lease = await forget_a_lease(runtime)
+    gc.disable()  # collected inside pytest.warns, not by chance just before
+    try:
+        del lease
+        with pytest.warns(ResourceWarning, match="revision 1 acquired at .* garbage-collected without being released"):
+            gc.collect()
+    finally:
+        gc.enable()
+    with anyio.fail_after(10):
+        await runtime.close()  # the lost lease's hold was given back: close() does not hang
+    [message] = warned.messages
+    assert "was garbage-collected without being released" in message
+    assert f"{__file__}:" in message
+
+
+async def test_a_released_lease_that_is_collected_warns_nothing(warned: Captured) -> None:
+    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox())
+    lease: Lease | None = await runtime.acquire()
+    assert lease is not None
+    await lease.release()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        del lease
+        gc.collect()
+    await runtime.close()
+    assert warned.messages == []
+
+
+async def test_close_warns_about_sandbox_runs_still_settling_after_an_unacknowledged_stop(warned: Captured) -> None:
+    ignored = Probe(ignore)
+    options = ExecutionOptions(timeout_ms=50, abort_grace_ms=10)
+    runtime = Runtime(sandbox=ProbeSandbox(p=ignored), execution=options, close_warning_ms=20)
+    async with runtime.lease() as lease:
+        result = await lease.execute_tool.run("p")
+    assert result.failure is not None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runtime.close)
+        with anyio.fail_after(10):
+            await warned.close_warned.wait()
+        ignored.release.set()
+    [message] = warned.messages
+    assert "1 sandbox run(s) still settling" in message
+    assert "ctx.signal.aborted" in message

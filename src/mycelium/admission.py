@@ -95,6 +95,11 @@ class SandboxSlots:
         """How many admitted runs have not settled yet."""
         return self.capacity - self._semaphore.value
 
+    @property
+    def unsettled(self) -> int:
+        """How many started runs have not settled yet (a run reported as stopped may be among them)."""
+        return len(self._tasks)
+
     async def admit(self, *, until: float, signal: AbortSignal) -> Literal["admitted", "expired", "aborted"]:
         """Wait for a slot until ``until`` (``anyio.current_time()`` clock) or ``signal`` aborts.
 

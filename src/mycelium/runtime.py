@@ -3,18 +3,26 @@
 A :class:`Runtime` installs modules into an operation graph. A :class:`Lease` captures
 one revision of that graph; its catalog, execute tool and bindings describe that
 revision for the lease's whole life. ``close()`` stops new leases and waits until every
-held lease is released.
+held lease is released; when that takes long, it says which leases it waits for and
+where they were acquired. A lease garbage-collected unreleased is warned about and its
+hold given back.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import logging
+import os
+import sys
 import uuid
+import warnings
 import weakref
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from types import TracebackType
+from dataclasses import dataclass
+from types import FrameType, TracebackType
 from typing import Self
 
 import anyio
@@ -30,7 +38,7 @@ from .failures import FailureEvidence
 from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer
 from .modules import Module
-from .options import ExecutionOptions
+from .options import ExecutionOptions, check_int
 from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox
 from .signals import AbortController
 from .sources import Capabilities, CapabilitySource, Revision
@@ -40,6 +48,12 @@ from .values import JsonValue
 __all__ = ["Lease", "Runtime"]
 
 logger = logging.getLogger("mycelium")
+
+_ACQUIRED_AT_FRAMES = 3
+_NAMED_AT_MOST = 10
+# Frames in these files are the runtime's own (``lease()``'s context manager included):
+# where a lease was acquired means the host's frames.
+_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)) + os.sep, contextlib.__file__)
 
 
 class _Holds:
@@ -82,6 +96,8 @@ class Runtime:
     ``on_operation_error`` receives the evidence of every host failure of an operation;
     ``on_sandbox_failure`` receives the evidence of every failed execute. Both only
     observe: an exception inside them is logged and changes nothing.
+    ``close_warning_ms``: once ``close()`` has waited this long (5 s) for held leases or
+    for sandbox runs still settling, it logs a warning naming them.
     """
 
     def __init__(
@@ -96,6 +112,7 @@ class Runtime:
         tools: Sequence[DirectTool] = (),
         on_operation_error: OperationErrorHandler | None = None,
         on_sandbox_failure: Observer[FailureEvidence] | None = None,
+        close_warning_ms: int = 5_000,
     ) -> None:
         if not isinstance(sandbox, Sandbox):
             raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
@@ -115,6 +132,7 @@ class Runtime:
         names = [tool.definition.name for tool in tools]
         if len(set(names)) != len(names):
             raise ValueError(f"tools: a name is used twice in {names!r}")
+        self._close_warning_s = check_int("close_warning_ms", close_warning_ms) / 1000
         self._tools = tuple(tools)
         self.sandbox = sandbox
         self.session = session
@@ -136,6 +154,9 @@ class Runtime:
         # Built once per revision, shared by its leases and dropped with the revision's graph.
         self._views: weakref.WeakKeyDictionary[OperationGraph, RevisionView] = weakref.WeakKeyDictionary()
         self._leases = _Holds()
+        self._unreleased: set[_LeaseRecord] = set()
+        # Strong references: the event loop keeps only weak ones to tasks.
+        self._giving_back: set[asyncio.Task[None]] = set()
         self._closed = False
         self._announced_limits: set[str] = set()
         self._announce_unenforced_limits(sandbox)
@@ -170,6 +191,7 @@ class Runtime:
         """
         if self._closed:
             raise RuntimeClosed("the runtime is closed; it hands out no more leases")
+        acquired_at = _host_frames()  # before any await: the caller's frames are still on the stack
         self._leases.acquire()
         try:
             revision = await self._capabilities.capture()
@@ -180,7 +202,9 @@ class Runtime:
         if view is None:
             notes = getattr(self.sandbox, "guest_notes", None)
             view = self._views[revision.graph] = RevisionView.build(revision.graph, notes)
-        return Lease(self, revision, view)
+        record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
+        self._unreleased.add(record)
+        return Lease(self, revision, view, record)
 
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[Lease]:
@@ -228,12 +252,66 @@ class Runtime:
         first (``async with`` does this for you).
         """
         self._closed = True
-        await self._leases.wait_idle()
-        await self._services.slots.wait_settled()
+        await self._wait_or_warn(self._leases.wait_idle, self._held_leases)
+        await self._wait_or_warn(self._services.slots.wait_settled, self._settling_runs)
         try:
             await self._capabilities.close()
         finally:
             await self._close_sandbox()
+
+    async def _wait_or_warn(self, wait: Callable[[], Awaitable[None]], waiting_for: Callable[[], str]) -> None:
+        # A forgotten lease or a thread that never returns would make close() hang without a word.
+        with anyio.move_on_after(self._close_warning_s):
+            await wait()
+            return
+        logger.warning("runtime.close() has waited %g s for %s", self._close_warning_s, waiting_for())
+        await wait()
+
+    def _held_leases(self) -> str:
+        records = sorted(self._unreleased, key=lambda record: (record.revision.number, record.acquired_at))
+        named = "; ".join(record.describe() for record in records[:_NAMED_AT_MOST])
+        more = f"; and {len(records) - _NAMED_AT_MOST} more" if len(records) > _NAMED_AT_MOST else ""
+        acquiring = self._leases.count - len(records)
+        still = f"; and {acquiring} acquire() call(s) in progress" if acquiring > 0 else ""
+        return (
+            f"{len(records)} unreleased lease(s): {named}{more}{still}. "
+            "Release every lease (`async with runtime.lease()` does it for you)"
+        )
+
+    def _settling_runs(self) -> str:
+        return (
+            f"{self._services.slots.unsettled} sandbox run(s) still settling after a stop they did not "
+            "acknowledge (a sync operation's thread runs to its end: poll ctx.signal.aborted to stop early)"
+        )
+
+    def _lost(self, record: _LeaseRecord) -> None:
+        """A lease was garbage-collected unreleased: give its hold back, and say so.
+
+        Called from ``Lease.__del__``, in whatever thread the garbage collector runs: the
+        hold is given back on the lease's own event loop.
+        """
+        try:
+            record.loop.call_soon_threadsafe(self._give_back, record)
+        except RuntimeError:
+            return  # its event loop is closed: nothing can wait for this runtime any more
+        text = f"{record.describe()} was garbage-collected without being released; release every lease"
+        logger.warning("%s", text)
+        warnings.warn(text, ResourceWarning, stacklevel=2)
+
+    def _give_back(self, record: _LeaseRecord) -> None:
+        task = asyncio.get_running_loop().create_task(self._release_lost(record))
+        self._giving_back.add(task)
+        task.add_done_callback(self._giving_back.discard)
+
+    async def _release_lost(self, record: _LeaseRecord) -> None:
+        try:
+            await self._capabilities.release(record.revision)
+        except Exception:
+            # Nobody awaits a lost lease's release: its failure can only be logged.
+            logger.exception("releasing the snapshots of a garbage-collected lease failed")
+        finally:
+            self._unreleased.discard(record)
+            self._leases.release()
 
     async def _close_sandbox(self) -> None:
         closer = getattr(self.sandbox, "aclose", None)
@@ -249,6 +327,32 @@ class Runtime:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+@dataclass(eq=False)
+class _LeaseRecord:
+    """What the runtime keeps of a held lease: its revision, where it was acquired, its loop."""
+
+    revision: Revision
+    acquired_at: tuple[tuple[str, int, str], ...]
+    """The host's innermost frames that acquired it: (file, line, function)."""
+    loop: asyncio.AbstractEventLoop
+
+    def describe(self) -> str:
+        where = " <- ".join(f"{file}:{line} in {function}" for file, line, function in self.acquired_at)
+        return f"the lease of revision {self.revision.number} acquired at {where or 'an unknown place'}"
+
+
+def _host_frames() -> tuple[tuple[str, int, str], ...]:
+    """The caller's innermost frames outside the runtime. Cheap: it reads no source lines."""
+    found: list[tuple[str, int, str]] = []
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and len(found) < _ACQUIRED_AT_FRAMES:
+        code = frame.f_code
+        if not code.co_filename.startswith(_OWN_FILES):
+            found.append((code.co_filename, frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    return tuple(found)
 
 
 def _find(graph: OperationGraph, module_id: str, path: str) -> InstalledOperation:
@@ -268,14 +372,15 @@ class Lease:
     lease's whole life. After :meth:`release`, using it raises :class:`LeaseReleased`.
     """
 
-    def __init__(self, runtime: Runtime, revision: Revision, view: RevisionView) -> None:
+    def __init__(self, runtime: Runtime, revision: Revision, view: RevisionView, record: _LeaseRecord) -> None:
+        self._released = False
+        self._record = record
         self._runtime = runtime
         self._revision = revision
         self.graph = revision.graph
         """The captured operation graph (host-side; models see the catalog)."""
         self.revision = revision.number
         self._catalog = view.catalog
-        self._released = False
         self._runs = _Holds()
         services = runtime._services
         self._execute_tool = ExecuteTool(view=view, services=services, hold=self._hold)
@@ -326,7 +431,12 @@ class Lease:
             await self._runs.wait_idle()
             await self._runtime._capabilities.release(self._revision)
         finally:
+            self._runtime._unreleased.discard(self._record)
             self._runtime._leases.release()
+
+    def __del__(self) -> None:
+        if not self._released:
+            self._runtime._lost(self._record)
 
     @contextmanager
     def _hold(self) -> Iterator[None]:
