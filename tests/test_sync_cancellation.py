@@ -201,8 +201,18 @@ async def test_a_cancelled_sync_call_settles_only_once_its_thread_has_returned()
 @pytest.mark.parametrize("cancel", ["anyio scope", "task.cancel()"])
 async def test_cancelled_sync_calls_keep_their_threads_within_the_thread_limiter(cancel: str) -> None:
     limiter = anyio.to_thread.current_default_thread_limiter()
-    limiter.total_tokens = 2  # this test's event loop only
+    tokens = limiter.total_tokens
+    limiter.total_tokens = 2
     blockers = [Blocker() for _ in range(4)]
+    try:
+        await _calls_past_the_limiter(limiter, blockers, cancel)
+    finally:
+        for blocker in blockers:
+            blocker.release.set()
+        limiter.total_tokens = tokens
+
+
+async def _calls_past_the_limiter(limiter: anyio.CapacityLimiter, blockers: list[Blocker], cancel: str) -> None:
     settled: list[str] = []
     tasks: list[asyncio.Task[None]] = []
     scopes = [anyio.CancelScope() for _ in blockers]
