@@ -23,7 +23,7 @@ import anyio.to_thread
 import pytest
 
 from mycelium import ExecutionOptions, InvocationContext, Module, Runtime, operation
-from mycelium.failures import DeadlineExceeded, SandboxBusy
+from mycelium.failures import Cancelled, DeadlineExceeded, SandboxBusy
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.signals import AbortController
 
@@ -153,6 +153,24 @@ async def test_a_sync_operation_that_polls_its_signal_returns_early_and_the_dead
         assert blocker.finished.is_set()
         after = await lease.execute_tool.run("return 2")
         assert (after.is_error, after.value) == (False, 2)
+
+
+async def test_a_caller_abort_during_a_sync_operation_is_cancelled_unacknowledged_until_its_thread_returns() -> None:
+    blocker = Blocker()
+    controller = AbortController()
+    async with sync_host(blocker) as (runtime, _), runtime.lease() as lease:
+        results: list[object] = []
+
+        async def run() -> None:
+            result = await lease.execute_tool.run("return await slow.block()", signal=controller.signal)
+            results.append(result.failure)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.to_thread.run_sync(blocker.entered.wait, BLOCK_BOUND_S)
+            controller.abort("user pressed stop")
+        assert results == [Cancelled(acknowledged=False, by="caller")]
+        assert not blocker.finished.is_set()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,8 +45,8 @@ class InvocationContext:
     runs to its end, and until it returns its run is not settled (a stop is reported
     ``acknowledged=False``, the run keeps its sandbox slot and ``Runtime.close()`` waits).
     To make a long sync operation stoppable, poll ``signal.aborted`` between steps and
-    return early; the value is discarded once the run has stopped. An async operation is
-    cancelled at its next ``await``.
+    return early (a run that was stopped shows nobody what it returns). An async operation
+    is cancelled at its next ``await``.
     """
 
     execution_id: str
