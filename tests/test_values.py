@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mycelium.values import MAX_JSON_DEPTH, NotJson, check_json, dumps_compact
+from mycelium.values import MAX_JSON_DEPTH, JsonTooLarge, NotJson, check_json, dumps_compact, json_size
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -46,3 +46,65 @@ def test_depth_is_bounded() -> None:
     check_json(value)
     with pytest.raises(NotJson, match="deeper"):
         check_json([value])
+
+
+@given(json_values)
+def test_json_size_is_the_length_of_the_compact_encoding(value: object) -> None:
+    assert json_size(value) == len(dumps_compact(value).encode("utf-8", "surrogatepass"))  # type: ignore[arg-type]
+
+
+def test_json_size_counts_a_shared_sub_value_every_time_it_appears_but_measures_it_once() -> None:
+    shared = [0] * 1000
+    row = [shared] * 1000
+    assert json_size([row] * 60) == 2 + 59 + 60 * len(dumps_compact(row))  # type: ignore[arg-type]
+    doubled: object = [0]
+    for _ in range(100):  # 2**100 copies of [0]: measurable only because each level is measured once
+        doubled = [doubled, doubled]
+    with pytest.raises(JsonTooLarge) as caught:
+        json_size(doubled, limit=64 * 1024)
+    assert caught.value.limit == 64 * 1024
+    assert caught.value.size > caught.value.limit
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["x" * 10_000_000, [0] * 10_000_000, {str(i): i for i in range(100_000)}, [[0] * 10] * 1_000_000],
+    ids=["long-string", "long-list", "wide-dict", "shared-rows"],
+)
+def test_json_size_refuses_what_cannot_fit_without_reading_past_the_limit(value: object) -> None:
+    with pytest.raises(JsonTooLarge):
+        json_size(value, limit=1024)
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"a": [1, float("nan")]}, "/a/1"),
+        ({"a": {"b": {1, 2}}}, "/a/b"),
+        ({"a": [{"k": 2**20000}]}, "/a/0/k"),
+        ({"a": {1: "x"}}, "/a"),
+        ([1.0] * 100 + [float("inf")], "/100"),
+    ],
+)
+def test_json_size_says_where_a_value_is_not_json(value: object, where: str) -> None:
+    with pytest.raises(NotJson, match=f"at {where} "):
+        json_size(value)
+
+
+def test_a_shared_sub_value_is_not_a_cycle_but_a_real_cycle_is_refused() -> None:
+    shared: list[object] = [1]
+    json_size([shared, shared, {"again": shared}])
+    cyclic: list[object] = [1]
+    cyclic.append(cyclic)
+    with pytest.raises(NotJson, match="cycle"):
+        json_size({"x": cyclic})
+
+
+def test_a_string_check_refuses_strings_and_keys_wherever_they_are() -> None:
+    def refuse(text: str) -> str | None:
+        return "is refused" if text == "bad" else None
+
+    for value in (["ok"] * 40 + ["bad"], {"k": ["bad"]}, {"bad": 1}, {str(i): "ok" for i in range(40)} | {"z": "bad"}):
+        with pytest.raises(NotJson, match="is refused"):
+            json_size(value, strings=refuse)
+    json_size(["ok"] * 40, strings=refuse)
