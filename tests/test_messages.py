@@ -257,11 +257,6 @@ def _tracebacks(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [record for record in caplog.records if record.exc_info]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs execute.py: ExecuteTool._fail must not log exc_info for capability-failed "
-    "(the operation's own log already holds the traceback); see the issue 9 E16 report",
-)
 async def test_an_unhandled_host_failure_logs_its_traceback_once_and_the_run_names_its_reference(
     monty: MontySandbox, caplog: pytest.LogCaptureFixture
 ) -> None:

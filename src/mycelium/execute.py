@@ -32,6 +32,7 @@ from .discovery import (
 from .errors import new_reference
 from .failures import (
     Cancelled,
+    CapabilityFailed,
     DeadlineExceeded,
     Failure,
     FailureEvidence,
@@ -405,26 +406,26 @@ class ExecuteTool:
             evidence.tool_call_id,
             failure.code,
             evidence.reference,
-            exc_info=None if isinstance(cause, SandboxError) else cause,
+            # A host failure's traceback is already in the operation's own log, under the same reference.
+            exc_info=None if isinstance(cause, SandboxError) or isinstance(failure, CapabilityFailed) else cause,
         )
         await notify(services.on_sandbox_failure, evidence, name="on_sandbox_failure")
         return result
 
 
 def bounded_json(value: object, limit: int) -> str | InvalidResult | ResultTooLarge:
-    """The compact JSON text of ``value``, or the failure that keeps it out. Nothing is truncated."""
+    """The compact JSON text of ``value``, or the failure that keeps it out. Nothing is truncated.
+
+    The value is measured before it is written, and measuring stops at ``limit``: a value
+    that shares one sub-value a million times costs no more than the limit to refuse.
+    """
     try:
-        check_json(value)
+        json_size(value, limit=limit)
+    except JsonTooLarge as exc:
+        return ResultTooLarge(size=exc.size, limit=limit)
     except NotJson as exc:
         return InvalidResult(reason=str(exc))
-    try:
-        text = dumps_compact(value)  # type: ignore[arg-type]  # check_json proved it is JSON
-    except ValueError as exc:  # e.g. an int too long to print
-        return InvalidResult(reason=f"the value cannot be written as JSON: {exc}")
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > limit:
-        return ResultTooLarge(size=size, limit=limit)
-    return text
+    return dumps_compact(value)  # type: ignore[arg-type]  # json_size proved it is JSON
 
 
 class _BadArguments(Exception):
