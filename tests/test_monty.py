@@ -35,6 +35,7 @@ class Host:
         self.contexts: list[InvocationContext] = []
         self.release = anyio.Event()
         self.cancelled: list[str] = []
+        self.contexts_started: list[InvocationContext] = []
         self.crash = False
         self.module = Module(id="notes-v1", name="notes")
         self.deep = Module(id="bazaar-app", name="bazaar", namespace=["apps"])
@@ -47,6 +48,7 @@ class Host:
 
         @self.module.operation()
         async def stuck(ctx: InvocationContext) -> int:
+            self.contexts_started.append(ctx)
             try:
                 await self.release.wait()
             except anyio.get_cancelled_exc_class():
@@ -209,10 +211,27 @@ async def test_a_guest_exception_carries_its_type_and_message() -> None:
     assert "missing" in result.failure.message
 
 
-async def test_an_unawaited_call_is_cancelled_when_the_run_ends() -> None:
+async def test_a_call_the_program_never_awaited_still_finishes_before_the_run_settles() -> None:
     host = Host()
-    result = await run("notes.stuck()\nreturn 'done'", host)
+    async with monty_lease(host) as lease:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_release_when_called, host)
+            result = await lease.execute_tool.run("notes.stuck()\nreturn 'done'")
     assert result.value == "done"
+    assert host.cancelled == []
+    assert any("notes.stuck" in line and "without `await`" in line for line in result.logs)
+
+
+async def _release_when_called(host: Host) -> None:
+    while not host.contexts_started:
+        await anyio.wait_all_tasks_blocked()
+    host.release.set()
+
+
+async def test_a_call_the_program_never_awaited_is_stopped_at_the_deadline_if_it_never_finishes() -> None:
+    host = Host()
+    result = await run("notes.stuck()\nreturn 'done'", host, options=ExecutionOptions(timeout_ms=300))
+    assert result.failure == DeadlineExceeded(timeout_ms=300, acknowledged=True)
     assert host.cancelled == ["stuck"]
 
 
@@ -259,7 +278,7 @@ async def test_memory_is_limited() -> None:
 
 
 async def test_recursion_depth_is_limited() -> None:
-    result = await run("def f(n):\n    return f(n + 1)\nf(0)", sandbox=MontySandbox(max_recursion_depth=50))
+    result = await run("def f(n):\n    return f(n + 1)\nf(0)", sandbox=MontySandbox(max_recursion_depth=150))
     assert isinstance(result.failure, GuestException)
     assert result.failure.type_name == "RecursionError"
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mycelium import InvocationContext, Module, Runtime, ToolResult, UnknownOperation, operation
+from mycelium import InvalidInput, InvocationContext, Module, Runtime, ToolResult, UnknownOperation, operation
 from mycelium.discovery import Catalog
 from mycelium.graph import OperationGraph, build_graph
 from mycelium.testing import direct_sandbox
@@ -276,25 +276,36 @@ async def test_binding_accepts_one_mapping_or_keyword_arguments() -> None:
         (({},), {"query": "b"}),
         (({"query": "a"}, {"query": "b"}), {}),
         (({}, {}), {}),
-        (({"query": {1, 2}},), {}),
-        (({1, 2},), {}),
-        ((), {"query": {1, 2}}),
-        (({"query": float("nan")},), {}),
     ],
-    ids=[
-        "mapping-and-keywords",
-        "empty-mapping-and-keywords",
-        "two-mappings",
-        "two-empty",
-        "set-in-mapping",
-        "set-argument",
-        "set-keyword",
-        "nan",
-    ],
+    ids=["mapping-and-keywords", "empty-mapping-and-keywords", "two-mappings", "two-empty"],
 )
-async def test_binding_refuses_a_wrong_call_shape_or_non_json_with_type_error(
+async def test_binding_refuses_a_wrong_call_shape_with_type_error(
     args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
+    raised = await _refusal_of_call(args, kwargs, TypeError)
+    assert "demo.ping" in str(raised)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "field"),
+    [
+        (({"query": {1, 2}},), {}, "/query"),
+        (({1, 2},), {}, "the value is a set"),
+        ((), {"query": {1, 2}}, "/query"),
+        (({"query": float("nan")},), {}, "/query"),
+        (({"query": [{"deep": b"x"}]},), {}, "/query/0/deep"),
+    ],
+    ids=["set-in-mapping", "set-argument", "set-keyword", "nan", "bytes-deep-inside"],
+)
+async def test_binding_refuses_input_that_is_not_json_as_invalid_input_naming_the_field(
+    args: tuple[Any, ...], kwargs: dict[str, Any], field: str
+) -> None:
+    raised = await _refusal_of_call(args, kwargs, InvalidInput)
+    assert "demo.ping" in str(raised)
+    assert field in str(raised)
+
+
+async def _refusal_of_call(args: tuple[Any, ...], kwargs: dict[str, Any], kind: type[Exception]) -> BaseException:
     called: list[object] = []
 
     async def record(input: Any) -> Any:
@@ -305,7 +316,7 @@ async def test_binding_refuses_a_wrong_call_shape_or_non_json_with_type_error(
     raised: list[BaseException] = []
 
     async def program(bindings: Any, signal: object) -> str:
-        with pytest.raises(TypeError) as caught:
+        with pytest.raises(kind) as caught:
             bindings.demo.ping(*args, **kwargs)
         raised.append(caught.value)
         return "refused"
@@ -313,8 +324,8 @@ async def test_binding_refuses_a_wrong_call_shape_or_non_json_with_type_error(
     result = await _run([module], program)
     assert not result.is_error, result.text
     assert len(raised) == 1
-    assert "demo.ping" in str(raised[0])
     assert called == []
+    return raised[0]
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from .graph import InstalledModule, InstalledOperation, OperationGraph
 from .hooks import notify
 from .operations import SchemaViolation
 from .signals import AbortSignal
-from .values import JsonValue, dumps_compact
+from .values import JsonTooLarge, JsonValue, NotJson, json_size
 
 __all__ = [
     "BindingCallback",
@@ -188,14 +188,19 @@ class Execution:
             operation=target.relative,
             signal=self.signal,
         )
-        return self._guest_form(self._invoker.invoke(target, raw, context), size)
+        return self._guest_form(target, raw, context, size)
 
     def _admit_input(self, target: InstalledOperation, raw: JsonValue) -> int:
         if self._max_input is None and self._max_inflight is None:
             return 0
-        size = len(dumps_compact(raw).encode("utf-8", "surrogatepass"))
-        if self._max_input is not None and size > self._max_input:
-            raise InvalidInput(target.path, [f"the input is {size} bytes; one call may send at most {self._max_input}"])
+        try:
+            size = json_size(raw, limit=self._max_input)
+        except JsonTooLarge as exc:
+            raise InvalidInput(
+                target.path, [f"the input is more than {exc.limit} bytes; one call may send at most {exc.limit}"]
+            ) from None
+        except NotJson as exc:
+            raise InvalidInput(target.path, [str(exc)]) from None
         if self._max_inflight is not None and self._inflight + size > self._max_inflight:
             raise InvalidInput(
                 target.path,
@@ -207,10 +212,16 @@ class Execution:
         self._inflight += size
         return size
 
-    async def _guest_form(self, call: Awaitable[JsonValue | AccessRefusal], size: int) -> JsonValue:
-        """What a guest receives: a refusal is an ordinary value, in its JSON form."""
+    async def _guest_form(
+        self, target: InstalledOperation, raw: JsonValue, context: InvocationContext, size: int
+    ) -> JsonValue:
+        """What a guest receives: a refusal is an ordinary value, in its JSON form.
+
+        The invocation starts here, inside the one coroutine a call is: a call never
+        started leaves no second coroutine behind unawaited.
+        """
         try:
-            outcome = await call
+            outcome = await self._invoker.invoke(target, raw, context)
         finally:
             self._inflight -= size
         if isinstance(outcome, AccessRefusal):

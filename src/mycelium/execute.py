@@ -49,7 +49,7 @@ from .options import ExecutionOptions
 from .sandbox import Sandbox, SandboxRequest
 from .sandbox.boundary import failure_from_exception, sandbox_failure_message
 from .signals import AbortController, AbortSignal
-from .values import JsonValue, NotJson, check_json, dumps_compact
+from .values import JsonTooLarge, JsonValue, NotJson, dumps_compact, json_size
 
 __all__ = [
     "EXECUTE_INPUT_SCHEMA",
@@ -368,6 +368,8 @@ class ExecuteTool:
             session_id=services.session_id,
             on_log=attempt.logs.append,
             stubs=self._view.stubs,
+            max_input_bytes=self._options.max_operation_input_bytes,
+            max_result_bytes=self._options.max_result_bytes,
         )
         return services.slots.start(lambda: services.sandbox.execute(request, controller.signal))
 

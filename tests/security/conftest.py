@@ -73,6 +73,8 @@ class HostState:
     hang_cancelled: int = 0
     held_bytes: int = 0
     peak_held_bytes: int = 0
+    records: list[object] = field(default_factory=list)
+    """What ``notes.record`` stored, exactly as it arrived."""
 
 
 def notes_module(state: HostState) -> Module:
@@ -103,6 +105,12 @@ def notes_module(state: HostState) -> Module:
         finally:
             state.hang_running -= 1
         return "released"
+
+    @notes.operation(access="write")
+    async def record(data: Any) -> int:
+        """Stores any JSON value as it arrives; says how many are stored."""
+        state.records.append(data)
+        return len(state.records)
 
     @notes.operation(access="read")
     async def whoami(ctx: InvocationContext) -> dict[str, str | int | None]:

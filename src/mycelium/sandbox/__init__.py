@@ -54,6 +54,15 @@ class SandboxRequest:
     stubs: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Logical namespace path (``apps.bazaar.windows``, ``forage``) -> Python stub source of the
     operations directly in it, for sandboxes that type-check programs. Rendered on first use."""
+    max_input_bytes: int | None = None
+    """The most one operation call's input may encode to (compact JSON, UTF-8). A sandbox
+    converting guest values checks it as it converts, so an oversized value costs no more
+    than the limit; the runtime checks it again."""
+    max_result_bytes: int | None = None
+    """The same for the program's result."""
+
+    # ``namespace_paths``, ``modules`` and ``stubs`` are the same objects, never changed, for
+    # every request of one revision: a sandbox may keep per-revision work keyed on them.
 
 
 @runtime_checkable

@@ -4,7 +4,8 @@ A request carries bindings keyed by transport alias and relative path. A guest s
 them as nested attributes: every first path segment is a top-level name, and the same
 tree also hangs under ``env`` (``demo.ping`` and ``env.apps.bazaar.windows.open``).
 An operation takes one positional value (usually a mapping) or keyword arguments,
-not both, and everything it receives must be JSON.
+not both, and everything it receives must be JSON: anything else is :class:`InvalidInput`
+naming the field, before the call is placed.
 
 Some transports cannot use dots in a name. :func:`sandbox_provider_operation_name`
 gives them one flat name per (transport alias, relative path), one-to-one, and
@@ -15,16 +16,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Mapping
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 from ..bindings import BindingCallback
+from ..errors import InvalidInput
 from ..text import clip
-from ..values import JsonValue, NotJson, check_json
+from ..values import JsonValue, NotJson, StringCheck, json_size
 from . import SandboxRequest
 
 __all__ = [
     "GuestNamespace",
     "GuestOperation",
+    "Leaf",
     "NamespaceTree",
     "guest_input",
     "guest_root",
@@ -34,8 +37,20 @@ __all__ = [
     "sandbox_provider_operation_name",
 ]
 
-NamespaceTree: TypeAlias = dict[str, "NamespaceTree | tuple[str, BindingCallback]"]
-"""Segment -> subtree, or -> (complete logical path, callback) at a leaf."""
+class Leaf(NamedTuple):
+    """One operation in a namespace tree: where a guest finds it and where its binding is."""
+
+    path: str
+    """The complete logical path a guest types (``apps.bazaar.windows.open``)."""
+    transport: str
+    relative: str
+    """The binding is ``request.bindings[transport][relative]``."""
+
+
+NamespaceTree: TypeAlias = dict[str, "NamespaceTree | Leaf"]
+"""Segment -> subtree, or -> :class:`Leaf` at an operation.
+
+It names bindings rather than holding them, so one tree serves every request of a revision."""
 
 
 def namespace_tree(request: SandboxRequest) -> NamespaceTree:
@@ -53,7 +68,7 @@ def namespace_tree(request: SandboxRequest) -> NamespaceTree:
                 node = child
             if path[-1] in node:
                 raise ValueError(f"{'.'.join(path)} is bound twice or is also a namespace")
-            node[path[-1]] = (".".join(path), operations[relative])
+            node[path[-1]] = Leaf(".".join(path), transport, relative)
     return root
 
 
@@ -69,43 +84,51 @@ def positional_name(callback: BindingCallback) -> str | None:
 
 
 def guest_input(
-    path: str, args: tuple[object, ...], kwargs: Mapping[str, object], positional: str | None = None
+    path: str,
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
+    positional: str | None = None,
+    *,
+    max_bytes: int | None = None,
+    strings: StringCheck | None = None,
 ) -> JsonValue:
-    """The one input value for a guest call of ``path``; ``TypeError`` for a wrong call shape.
+    """The one input value for a guest call of ``path``.
 
-    With ``positional`` (see :func:`positional_name`), one positional value joins the
-    keywords under that name.
+    ``TypeError`` for a wrong call shape; :class:`InvalidInput` naming the field for a value
+    that is not JSON or encodes to more than ``max_bytes`` (``strings`` as for
+    :func:`~mycelium.values.json_size`). With ``positional`` (see :func:`positional_name`),
+    one positional value joins the keywords under that name.
     """
     if positional is not None and len(args) == 1 and not isinstance(args[0], Mapping):
         if positional in kwargs:
             raise TypeError(f"{path}() got {positional!r} twice")
-        return _json_input(path, {positional: args[0], **kwargs})
-    if args and kwargs:
+        value: object = {positional: args[0], **kwargs}
+    elif args and kwargs:
         raise TypeError(f"{path}() takes one mapping or keyword arguments, not both")
-    if len(args) > 1:
+    elif len(args) > 1:
         raise TypeError(f"{path}() takes one mapping or keyword arguments, got {len(args)} positional arguments")
-    return _json_input(path, args[0] if args else dict(kwargs))
-
-
-def _json_input(path: str, value: object) -> JsonValue:
+    else:
+        value = args[0] if args else dict(kwargs)
     try:
-        check_json(value)
+        json_size(value, limit=max_bytes, strings=strings)
     except NotJson as exc:
-        raise TypeError(f"{path}() arguments must be JSON values: {exc}") from None
-    return value  # type: ignore[return-value]  # check_json proved it is JSON
+        raise InvalidInput(path, [str(exc)]) from None
+    return value  # type: ignore[return-value]  # json_size proved it is JSON
 
 
 class GuestOperation:
     """A callable operation in a guest namespace; calling it starts the call and returns an awaitable."""
 
-    __slots__ = ("_callback", "_path")
+    __slots__ = ("_callback", "_max_bytes", "_path")
 
-    def __init__(self, path: str, callback: BindingCallback) -> None:
+    def __init__(self, path: str, callback: BindingCallback, max_bytes: int | None = None) -> None:
         self._path = path
         self._callback = callback
+        self._max_bytes = max_bytes
 
     def __call__(self, *args: object, **kwargs: object) -> Awaitable[JsonValue]:
-        return self._callback(guest_input(self._path, args, kwargs, positional_name(self._callback)))
+        positional = positional_name(self._callback)
+        return self._callback(guest_input(self._path, args, kwargs, positional, max_bytes=self._max_bytes))
 
     def __repr__(self) -> str:
         return f"<operation {self._path}>"
@@ -136,18 +159,21 @@ class GuestNamespace:
 
 def guest_root(request: SandboxRequest) -> GuestNamespace:
     """Every top-level name of the request's bindings, plus ``env`` holding the same tree."""
-    top = _project(namespace_tree(request), ())
+    top = _project(request, namespace_tree(request), ())
     return GuestNamespace("", {**top, "env": GuestNamespace("env", top)})
 
 
-def _project(tree: NamespaceTree, prefix: tuple[str, ...]) -> dict[str, GuestNamespace | GuestOperation]:
+def _project(
+    request: SandboxRequest, tree: NamespaceTree, prefix: tuple[str, ...]
+) -> dict[str, GuestNamespace | GuestOperation]:
     projected: dict[str, GuestNamespace | GuestOperation] = {}
     for segment, node in tree.items():
         if isinstance(node, dict):
             path = (*prefix, segment)
-            projected[segment] = GuestNamespace(".".join(path), _project(node, path))
+            projected[segment] = GuestNamespace(".".join(path), _project(request, node, path))
         else:
-            projected[segment] = GuestOperation(*node)
+            callback = request.bindings[node.transport][node.relative]
+            projected[segment] = GuestOperation(node.path, callback, request.max_input_bytes)
     return projected
 
 

@@ -15,11 +15,18 @@ replaces it.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import contextlib
+import functools
+import inspect
 import json
 import os
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -39,21 +46,21 @@ from pydantic_monty import (
     MountDir,
 )
 
-from ..bindings import BindingCallback
 from ..errors import InvalidInput, OperationFailed
 from ..failures import (
     DeadlineExceeded,
     GuestException,
     InvalidResult,
+    ResultTooLarge,
     SandboxError,
     SyntaxFailure,
     TransportLost,
 )
 from ..signals import AbortError, AbortSignal
 from ..text import clip
-from ..values import JsonValue
+from ..values import MAX_JSON_DEPTH, JsonTooLarge, JsonValue, NotJson, json_size
 from . import UNENFORCED_LIMIT_NOTICES, SandboxRequest, UnenforcedLimit
-from .guest import NamespaceTree, guest_input, namespace_tree, positional_name
+from .guest import Leaf, NamespaceTree, guest_input, namespace_tree, positional_name
 
 __all__ = ["MontySandbox", "WorkspaceResolver"]
 
@@ -69,7 +76,6 @@ _SUSPENSION_SLACK = 1_000
 # Monty's own feed clock is a backstop: the runtime's wall deadline should fire first.
 _FEED_LIMIT_SLACK_SECS = 0.5
 _IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_UNAWAITED = re.compile(r"<coroutine external_future\(\d+\)>")
 _MAX_TEXT = 2_000
 # Closing the pool and letting the loop end at once can abort the interpreter (exit code
 # 134, a library thread calling into Python during shutdown); a short pause avoids it.
@@ -84,7 +90,8 @@ class MontySandbox:
     after :meth:`aclose`.
 
     - ``memory_limit_bytes``: heap per run (256 MiB).
-    - ``max_recursion_depth``: guest call depth (200).
+    - ``max_recursion_depth``: guest call depth (200). Monty also stops converting a value
+      this deep, so it must be more than :data:`~mycelium.values.MAX_JSON_DEPTH`.
     - ``max_operation_calls``: operation calls per run (10,000); one more raises in the guest.
     - ``max_print_bytes``: captured ``print`` output per run (64 KiB); the rest is dropped
       and the logs say so.
@@ -137,6 +144,11 @@ class MontySandbox:
         for name, optional in (("pool_size", pool_size), ("max_checkouts_per_worker", max_checkouts_per_worker)):
             if optional is not None and (type(optional) is not int or optional <= 0):
                 raise ValueError(f"MontySandbox {name} must be a positive int or None, got {optional!r}")
+        if max_recursion_depth <= MAX_JSON_DEPTH:
+            raise ValueError(
+                f"MontySandbox max_recursion_depth must be more than {MAX_JSON_DEPTH} (the JSON depth limit): "
+                f"Monty stops converting values at that depth; got {max_recursion_depth}"
+            )
         if type(type_check) is not bool:
             raise ValueError(f"MontySandbox type_check must be True or False, got {type_check!r}")
         if workspace is not None and not callable(workspace):
@@ -166,6 +178,7 @@ class MontySandbox:
         )
         self._pool: AsyncMonty | None = None
         self._lock = anyio.Lock()
+        self._revisions: OrderedDict[tuple[int, int, int, bool], _GuestModules] = OrderedDict()
 
     async def __aenter__(self) -> Self:
         await self._ensure_pool()
@@ -202,7 +215,8 @@ class MontySandbox:
         pool = await self._ensure_pool()
         # Without stubs nothing can be checked (every operation would look unknown).
         type_check = self._type_check and bool(request.stubs)
-        guest = _GuestRun(request, self._max_calls, with_stubs=type_check)
+        guest = self._guest_modules(request, type_check)
+        run = _GuestRun(request, self._max_calls)
         printed = _PrintBuffer(self._max_print)
         limits: pydantic_monty.ResourceLimits = {
             "max_feed_duration_secs": request.timeout_ms / 1000 + _FEED_LIMIT_SLACK_SECS,
@@ -213,6 +227,12 @@ class MontySandbox:
         }
         mount = self._mount(request.session_id)
         failure: Exception | None = None
+        value: object = None
+        result: JsonValue = None
+        completed = False
+        # The guest's namespaces are shared by every run of the revision; their callbacks find
+        # this run here (Monty runs each callback in a copy of the context that fed the program).
+        current = _RUN.set(run)
         try:
             async with pool.checkout(
                 limits=limits,
@@ -221,10 +241,11 @@ class MontySandbox:
                 type_check=type_check,
                 type_check_format="json",
             ) as session:
+                run.worker = _Worker(session)
                 try:
                     if type_check:
                         await self._check_types(session, guest, request.code, signal)
-                    value = await _until_aborted(
+                    value = await _until_stopped(
                         session.feed_run(
                             guest.program(request.code),
                             print_callback=printed.write,
@@ -232,37 +253,60 @@ class MontySandbox:
                             skip_type_check=True,
                         ),
                         signal,
+                        worker=run.worker,
                     )
+                    result = run.result(value, request.max_result_bytes)
+                    await _until_stopped(run.finish_started(printed), signal)
+                    completed = True
                 except MontyError as exc:
-                    failure = guest.failure_for(exc)
+                    failure = run.failure_for(exc)
+                except _WorkerLost:
+                    failure = SandboxError(TransportLost())
+                except SandboxError as exc:  # the value is not one to return: calls left running stop
+                    failure = exc
                 finally:
-                    await guest.cancel_unawaited()
+                    await run.stop_unsettled()
         finally:
+            _RUN.reset(current)
             if mount is not None:
                 mount.close()
             if request.on_log is not None:
+                if completed and value is None:
+                    printed.hint_if_no_result(request.code)
                 for line in printed.lines():
                     request.on_log(line)
         if failure is not None:
             raise failure
-        guest.check_awaited(value)
-        return value  # type: ignore[return-value]  # the runtime checks that it is JSON
+        return result
 
-    async def _check_types(self, session: Any, guest: _GuestRun, code: str, signal: AbortSignal) -> None:
+    def _guest_modules(self, request: SandboxRequest, type_check: bool) -> _GuestModules:
+        """The guest's namespaces for the request's revision: built once, kept for the next runs."""
+        key = (id(request.namespace_paths), id(request.modules), id(request.stubs), type_check)
+        cached = self._revisions.get(key)
+        if cached is not None and cached.serves(request):
+            self._revisions.move_to_end(key)
+            return cached
+        built = _GuestModules(request, with_stubs=type_check)
+        self._revisions[key] = built
+        if len(self._revisions) > _KEPT_REVISIONS:
+            self._revisions.popitem(last=False)
+        return built
+
+    async def _check_types(self, session: Any, guest: _GuestModules, code: str, signal: AbortSignal) -> None:
         """Type-check the program against the operations' stubs; raise ``SandboxError`` if it fails.
 
         The program is checked as the body of an async function that is never called, so a
-        top-level ``return`` is legal and nothing of it runs. A syntax error is left for the
-        real feed to report, at the guest's own line.
+        top-level ``return`` is legal and nothing of it runs. A program that cannot be
+        checked (it does not parse in that form) fails as ``syntax`` and does not run either.
         """
         try:
-            await _until_aborted(session.feed_run(guest.checked_program(code)), signal)
-        except MontySyntaxError:
-            return
+            await _until_stopped(session.feed_run(guest.checked_program(code)), signal)
+        except MontySyntaxError as exc:
+            frames = exc.traceback()
+            row, column = (frames[0].line, frames[0].column) if frames else (0, 0)
+            raise SandboxError(_checked_syntax_failure(str(exc.exception()), row, column)) from None
         except MontyTypingError as exc:
-            failure = _type_failure(exc.display())
-            if failure is not None:
-                raise SandboxError(failure) from None
+            raise SandboxError(_type_failure(exc.display())) from None
 
     def _mount(self, session_id: str | None) -> MountDir | None:
         if self._workspace is None:
@@ -278,15 +322,101 @@ class MontySandbox:
         )
 
 
-async def _until_aborted(feed: Awaitable[object], signal: AbortSignal) -> object:
-    """Await ``feed``; on abort, cancel it (which kills the worker) and raise :class:`AbortError`."""
+class _WorkerLost(Exception):
+    """The worker process running the program exited."""
+
+
+class _Worker:
+    """The worker process of one session, watched while a feed runs so its death stops the feed."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._stop_watching: Callable[[], None] | None = None
+        self.lost = False
+
+    def watch(self, scope: anyio.CancelScope) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._scope = scope
+        self._start()
+
+    def seen(self) -> None:
+        """Called at every host call, from Monty's own thread: a pool may start the worker only
+        once the feed is sent, and by the first call it surely exists."""
+        if self._stop_watching is None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._start)
+
+    def _start(self) -> None:
+        if self._stop_watching is not None or self._scope is None:
+            return
+        pid = self._session.worker_pid
+        if pid is not None:
+            self._stop_watching = _on_exit(pid, self._exited)
+
+    def _exited(self) -> None:
+        self.lost = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def unwatch(self) -> None:
+        if self._stop_watching is not None:
+            self._stop_watching()
+        self._stop_watching = None
+        self._scope = None
+
+
+async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker: _Worker | None = None) -> object:
+    """Await ``work``; stop it at once when ``signal`` aborts or the ``worker`` process exits.
+
+    Raises :class:`AbortError` for an abort and :class:`_WorkerLost` for a worker that died:
+    Monty itself notices a dead worker only when the host call it waits on returns.
+    Cancelling a feed kills its worker; the pool replaces it.
+    """
     with anyio.CancelScope() as scope:
         stop_watching = signal.add_listener(lambda _: scope.cancel())
+        if worker is not None:
+            worker.watch(scope)
         try:
-            return await feed
+            return await work
         finally:
             stop_watching()
+            if worker is not None:
+                worker.unwatch()
+    if worker is not None and worker.lost:
+        raise _WorkerLost
     raise AbortError(signal.reason)
+
+
+def _on_exit(pid: int | None, callback: Callable[[], None]) -> Callable[[], None]:
+    """Call ``callback`` on the event loop as soon as process ``pid`` exits; returns a stop function.
+
+    Uses a pidfd (Linux 5.3+), which wakes the loop the moment the process ends and costs
+    nothing meanwhile; elsewhere nothing is watched and a dead worker is noticed by Monty.
+    """
+    if pid is None or not hasattr(os, "pidfd_open"):
+        return _nothing
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # already gone: the feed fails on its own
+        return _nothing
+    loop = asyncio.get_running_loop()
+
+    def exited() -> None:
+        loop.remove_reader(fd)
+        callback()
+
+    loop.add_reader(fd, exited)
+
+    def stop() -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+    return stop
+
+
+def _nothing() -> None:
+    return None
 
 
 class _PrintBuffer:
@@ -297,38 +427,83 @@ class _PrintBuffer:
         self._parts: list[str] = []
         self._size = 0
         self._dropped = 0
+        self._notes: list[str] = []
 
     def write(self, stream: str, text: str) -> None:
-        data = text.encode("utf-8", "surrogatepass")
         room = self._limit - self._size
+        # `room` characters encode to at least `room` bytes: only they can fit, and only they
+        # are encoded, so a huge print costs no more than the limit. What is cut is counted
+        # in characters, a lower bound of its bytes.
+        kept = text[: max(room, 0)]
+        self._dropped += len(text) - len(kept)
+        data = kept.encode("utf-8", "surrogatepass")
         if len(data) > room:
-            self._dropped += len(data) - max(room, 0)
+            self._dropped += len(data) - room
             # Monty hands over output in batches: keep what fits, cut at a character boundary.
-            data = data[: max(room, 0)]
+            data = data[:room]
         self._parts.append(data.decode("utf-8", "ignore"))
         self._size += len(data)
 
+    def note(self, text: str) -> None:
+        """Add a line from the sandbox itself (not the program's output) after the output."""
+        self._notes.append(f"[{text}]")
+
+    def hint_if_no_result(self, code: str) -> None:
+        """Say why a program that ends in a statement returned nothing."""
+        if _ends_without_value(code):
+            self.note(
+                "the program returned null: its last statement is not an expression or a return; "
+                "end it with `return <value>` to send a result back"
+            )
+
     def lines(self) -> Iterator[str]:
-        yield from "".join(self._parts).splitlines()
+        """The output by lines, control characters (terminal escapes) shown escaped, then the notes."""
+        for line in "".join(self._parts).splitlines():
+            yield _CONTROL.sub(_escaped, line)
         if self._dropped:
-            yield f"[{self._dropped} more bytes of output dropped: the limit is {self._limit} bytes]"
+            yield f"[at least {self._dropped} more bytes of output dropped: the limit is {self._limit} bytes]"
+        yield from self._notes
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def _ends_without_value(code: str) -> bool:
+    """Whether the program's last top-level statement is neither an expression nor a return."""
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return bool(body) and not isinstance(body[-1], ast.Expr | ast.Return)
 
 
 class _Call:
-    """One operation call a guest started, tracked until it settles."""
+    """One operation call a guest placed, owned until it settles.
 
-    def __init__(self, path: str) -> None:
+    ``pending`` is the host's awaitable for the call. The coroutine handed to Monty wraps it;
+    whoever ends up driving the call (Monty, or :meth:`finish` for a call nobody awaited)
+    awaits it exactly once, and a call never started is closed, never left unawaited.
+    """
+
+    __slots__ = ("_waiter", "coroutine", "failure", "path", "pending", "settled", "task")
+
+    def __init__(self, path: str, pending: Awaitable[JsonValue]) -> None:
         self.path = path
+        self.pending = pending
         self.task: asyncio.Task[Any] | None = None
-        self.coroutine: Any = None
         self.settled = False
         self._waiter: anyio.Event | None = None  # made only for a call the run left behind
         self.failure: OperationFailed | None = None
+        self.coroutine = self._run()
 
-    async def run(self, pending: Awaitable[JsonValue]) -> JsonValue:
+    async def _run(self) -> JsonValue:
         self.task = asyncio.current_task()
         try:
-            return await pending
+            return await self.pending
         except InvalidInput as exc:
             raise ValueError(str(exc)) from None
         except OperationFailed as exc:
@@ -342,34 +517,65 @@ class _Call:
         if self._waiter is not None:
             self._waiter.set()
 
+    async def finish(self) -> None:
+        """Let a call the program never awaited run to its end (its outcome is not shown)."""
+        if self.settled:
+            return
+        if self.task is None:
+            # Nobody started it: drive it here, so a placed write is never silently dropped.
+            with contextlib.suppress(Exception):
+                await self.coroutine
+            return
+        await self._settled()
+
     def cancel(self) -> None:
         """Cancel the call if it is still running (see :meth:`wait`)."""
         if self.settled:
             return
         if self.task is None:
-            self.coroutine.close()  # never started, so never awaited by anyone
+            self.coroutine.close()  # never started: close what it wraps too, so nothing is left unawaited
+            if inspect.iscoroutine(self.pending):
+                self.pending.close()
             self._settle()
             return
-        self._waiter = anyio.Event()
         self.task.cancel()
 
     async def wait(self) -> None:
         """Return once a cancelled call has settled."""
-        if self._waiter is not None and not self.settled:
+        await self._settled()
+
+    async def _settled(self) -> None:
+        if not self.settled:
+            if self._waiter is None:
+                self._waiter = anyio.Event()
             await self._waiter.wait()
 
 
-class _GuestRun:
-    """The guest-facing side of one run: its modules, and every call it makes."""
+_RUN: ContextVar[_GuestRun] = ContextVar("mycelium_monty_run")
+_KEPT_REVISIONS = 32
 
-    def __init__(self, request: SandboxRequest, max_calls: int, *, with_stubs: bool = False) -> None:
-        self._max_calls = max_calls
-        self._timeout_ms = request.timeout_ms
+
+class _GuestModules:
+    """The guest's namespaces for one revision, as Monty modules. Built once per revision.
+
+    Their leaves are plain functions of the operation's place in the request's bindings,
+    so nothing here refers to a run: a run's calls reach their run through ``_RUN``. (A
+    module that referred to its run would form a reference cycle the collector cannot
+    see, because Monty's modules are not tracked by it, and leak every run.)
+    """
+
+    def __init__(self, request: SandboxRequest, *, with_stubs: bool) -> None:
+        self._keys = (request.namespace_paths, request.modules, request.stubs)
         self._stubs = request.stubs if with_stubs else None
-        self.calls: list[_Call] = []
         self.namespaces: list[str] = []  # every namespace's dotted path, for the type checker's imports
         top = {name: self._module(node, name) for name, node in namespace_tree(request).items()}
         self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top), stubs=self._stub(""))}
+
+    def serves(self, request: SandboxRequest) -> bool:
+        """Whether these modules were built for ``request``'s revision (the same objects, not equal ones)."""
+        mine = self._keys
+        return mine[0] is request.namespace_paths and mine[1] is request.modules and mine[2] is request.stubs
+
     def program(self, code: str) -> str:
         """The code as fed to Monty: one line binding the namespaces, then the guest's own lines.
 
@@ -381,18 +587,24 @@ class _GuestRun:
 
     def checked_program(self, code: str) -> str:
         """The code as the type checker sees it: every namespace imported, then the program as
-        the body of an async function (so guest line N is line N + 2, indented by 4)."""
+        the body of an async function (so guest line N is line N + 2, indented by 4).
+
+        Lines are split where Python's tokenizer splits them, and nowhere else: a line
+        separator inside a string literal is part of the string.
+        """
         imports = ", ".join(["forage", *(path for name in self.namespaces for path in (name, f"env.{name}"))])
-        body = "".join(f"    {line}\n" for line in code.splitlines())
+        body = "".join(f"    {line}\n" for line in _SOURCE_LINES.split(code))
         return f"import {imports}\nasync def {_CHECKED_FUNCTION}():\n{body}    pass\n"
 
-    def _module(self, node: NamespaceTree | tuple[str, BindingCallback], path: str) -> ExternalModule:
+    def _module(self, node: NamespaceTree | Leaf, path: str) -> ExternalModule:
         if not isinstance(node, dict):
             raise ValueError(f"{path} is an operation where a namespace was expected")
         attrs: dict[str, Any] = {}
         for segment, child in node.items():
-            if isinstance(child, tuple):
-                attrs[segment] = self._operation(*child)
+            if isinstance(child, Leaf):
+                # A plain function returning an awaitable: the call (and its ordinal) is placed
+                # the moment the guest makes it, before anything is awaited.
+                attrs[segment] = functools.partial(_place, child)
             else:
                 attrs[segment] = self._module(child, f"{path}.{segment}")
         if path != "forage":
@@ -404,50 +616,94 @@ class _GuestRun:
             return None
         return self._stubs.get(path, "")
 
-    def _operation(self, path: str, callback: BindingCallback) -> Callable[..., Awaitable[JsonValue]]:
-        # A plain function returning a coroutine: the call (and its ordinal) is placed the
-        # moment the guest makes it, before anything is awaited.
-        positional = positional_name(callback)
 
-        def call(*args: object, **kwargs: object) -> Awaitable[JsonValue]:
-            if len(self.calls) >= self._max_calls:
-                raise RuntimeError(f"this run made more than {self._max_calls} operation calls")
-            value = guest_input(path, args, kwargs, positional)
-            try:
-                pending = callback(value)
-            except InvalidInput as exc:  # refused before it was placed (too large, say)
-                raise ValueError(str(exc)) from None
-            tracked = _Call(path)
+def _place(leaf: Leaf, *args: object, **kwargs: object) -> Awaitable[JsonValue]:
+    return _RUN.get().call(leaf, args, kwargs)
+
+
+class _GuestRun:
+    """The host side of one run: every call it places, and what it may send and return."""
+
+    def __init__(self, request: SandboxRequest, max_calls: int) -> None:
+        self._bindings = request.bindings
+        self._max_calls = max_calls
+        self._max_input = request.max_input_bytes
+        self._timeout_ms = request.timeout_ms
+        self.calls: list[_Call] = []
+        self.worker: _Worker | None = None
+        # Monty places calls from a thread of its own, so placing and closing take turns.
+        self._placing = threading.Lock()
+        self._closed = False
+
+    def call(self, leaf: Leaf, args: tuple[object, ...], kwargs: Mapping[str, object]) -> Awaitable[JsonValue]:
+        """Place one call of ``leaf``; refusals before placing raise in the guest at the call."""
+        if len(self.calls) >= self._max_calls:
+            raise RuntimeError(f"this run made more than {self._max_calls} operation calls")
+        if self.worker is not None:
+            self.worker.seen()
+        callback = self._bindings[leaf.transport][leaf.relative]
+        try:
+            value = guest_input(
+                leaf.path, args, kwargs, positional_name(callback), max_bytes=self._max_input, strings=_conversion
+            )
+            pending = callback(value)
+        except InvalidInput as exc:  # refused before it was placed (not JSON, too large, ...)
+            raise ValueError(str(exc)) from None
+        tracked = _Call(leaf.path, pending)
+        with self._placing:
+            if self._closed:  # the run ended while this call was on its way: it never starts
+                tracked.cancel()
+                raise RuntimeError("the run is over")
             self.calls.append(tracked)
-            tracked.coroutine = tracked.run(pending)
-            return tracked.coroutine  # type: ignore[no-any-return]
+        return tracked.coroutine
 
-        return call
+    async def finish_started(self, printed: _PrintBuffer) -> None:
+        """Let the calls the program placed but never awaited finish, and say so in the output.
 
-    async def cancel_unawaited(self) -> None:
-        """Stop every call still running after the program ended: the program never awaited it."""
+        A call is placed when it is made: a write the program forgot to await still happens,
+        and the run settles only after it has.
+        """
+        left = [call for call in self.calls if not call.settled]
+        for call in left:
+            await call.finish()
+        if left:
+            printed.note(
+                f"{_paths(left)}: called without `await`; the run waited for "
+                f"{'it' if len(left) == 1 else 'them'} to finish, but the result was not used"
+            )
+
+    async def stop_unsettled(self) -> None:
+        """Stop every call still running once the run is over (it failed or was stopped);
+        a call placed after this is refused."""
+        with self._placing:
+            self._closed = True
         for call in self.calls:
             call.cancel()
         for call in self.calls:
             await call.wait()
 
-    def check_awaited(self, value: object) -> None:
-        """Fail the run if its value holds the placeholder of a call that was never awaited."""
-        if _holds_placeholder(value):
-            raise SandboxError(
-                GuestException(
-                    type_name="TypeError",
-                    message=f"the result holds an operation call that was never awaited ({self._called()}); "
-                    "write `await` before every operation call",
-                )
-            )
+    def result(self, value: object, limit: int | None) -> JsonValue:
+        """The program's value, if it is JSON within ``limit``; else the failure that keeps it out."""
+        try:
+            json_size(value, limit=limit, strings=_conversion)
+        except JsonTooLarge as exc:
+            raise SandboxError(ResultTooLarge(size=exc.size, limit=exc.limit)) from None
+        except NotJson as exc:
+            if _UNAWAITED_REASON in str(exc):
+                raise SandboxError(
+                    GuestException(
+                        type_name="TypeError",
+                        message=f"the result holds an operation call that was never awaited ({self._called()}); "
+                        "write `await` before every operation call",
+                    )
+                ) from None
+            raise SandboxError(InvalidResult(reason=str(exc))) from None
+        return value  # type: ignore[return-value]  # json_size proved it is JSON
 
     def _called(self) -> str:
         # Monty numbers its futures among all suspensions (imports, sleeps), so the
         # placeholder cannot say which call it was: name the operations this run called.
-        paths = sorted({call.path for call in self.calls})
-        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-        return f"called: {shown}" if paths else "no operation was called"
+        return f"called: {_paths(self.calls)}" if self.calls else "no operation was called"
 
     def failure_for(self, exc: MontyError) -> Exception:
         """The exception that reports a Monty error: a typed failure, or the host's own failure."""
@@ -465,31 +721,82 @@ class _GuestRun:
         if isinstance(exc, MontyRuntimeError):
             inner = exc.exception()
             message = str(inner)
+            type_name = type(inner).__name__
             for call in self.calls:
                 # Our own message, unique by its reference, came back out: nobody handled it.
                 if call.failure is not None and type(inner) is RuntimeError and message == str(call.failure):
                     return call.failure
-            if "'coroutine'" in message:
+            if type(inner) is RuntimeError and message.startswith(_MONTY_LIMITATION):
+                # Not a fault of the host: something the sandbox's Python does not support.
+                type_name = "NotImplementedError"
+                message = f"the sandbox does not support this: {message.removeprefix(_MONTY_LIMITATION)}"
+            elif "'coroutine'" in message:
                 # The guest used a call's coroutine as if it were its result.
                 message = f"{message} (an operation call was not awaited; {self._called()})"
             return SandboxError(
-                GuestException(
-                    type_name=type(inner).__name__, message=_clip(message), traceback=_guest_traceback(exc.traceback())
-                )
+                GuestException(type_name=type_name, message=_clip(message), traceback=_guest_traceback(exc.traceback()))
             )
         return SandboxError(TransportLost())
+
+
+# Monty reports some things its Python does not support (`raise ValueError(42)`) under this prefix.
+_MONTY_LIMITATION = "Internal error in monty: "
+
+
+def _paths(calls: list[_Call]) -> str:
+    paths = sorted({call.path for call in calls})
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+# What Monty (pydantic-monty 1.4.0, pinned) puts in place of a value it cannot hand to the host:
+# the value arrives as this text. Read as text it would be silently wrong data, so a string
+# that is exactly one of these is refused, in operation input and in results alike. (A class
+# arrives as "<class 'C'>", which is also what str(type(x)) makes: harmless, so it passes.)
+_UNAWAITED_REASON = "is an operation call that was never awaited"
+_CONVERSIONS = (
+    (re.compile(r"<coroutine external_future\(\d+\)>"), f"{_UNAWAITED_REASON}: write `await` before the call"),
+    (re.compile(r"\[\.\.\.\]|\{\.\.\.\}"), "contains itself (a cycle)"),
+    (re.compile(r"<deeply nested>"), f"is nested deeper than {MAX_JSON_DEPTH} levels"),
+    (re.compile(r"<function '[^'\n]*' at 0x[0-9a-f]+>"), "is a function, not a JSON value"),
+    (re.compile(r"<[a-z_]+ object>"), "is an iterator, not a JSON value: make a list of it with list(...)"),
+    (re.compile(r"(range|slice)\(-?\d+(, (-?\d+|None))*\)"), "is a range or slice, not a JSON value: use list(...)"),
+    (re.compile(r"dict_(keys|values|items)\(\[.*\]\)", re.DOTALL), "is a dict view, not a JSON value: use list(...)"),
+)
+_CONVERSION_STARTS = frozenset("<[{rsd")
+
+
+def _conversion(text: str) -> str | None:
+    """Why ``text`` is refused: it is what Monty made of a value that is not JSON."""
+    if not text or text[0] not in _CONVERSION_STARTS:
+        return None
+    for pattern, reason in _CONVERSIONS:
+        if pattern.fullmatch(text):
+            return reason
+    return None
 
 
 _CHECKED_FUNCTION = "__mycelium_program__"
 _CHECKED_LINES_BEFORE = 2  # the imports and the `async def` line
 _CHECKED_INDENT = 4
+# Where Python's tokenizer ends a line (unlike str.splitlines, which also splits at
+# U+2028, U+0085, form feeds and others that can sit inside a string literal).
+_SOURCE_LINES = re.compile(r"\r\n|\r|\n")
 
 
-def _type_failure(diagnostics: str) -> SyntaxFailure | None:
+def _checked_syntax_failure(message: str, row: int, column: int) -> SyntaxFailure:
+    """A syntax error in the checked form of the program, at the guest's own line and column."""
+    if row <= _CHECKED_LINES_BEFORE:
+        return SyntaxFailure(message=_clip(message))
+    return SyntaxFailure(
+        message=_clip(message), line=row - _CHECKED_LINES_BEFORE, column=max(1, column - _CHECKED_INDENT)
+    )
+
+
+def _type_failure(diagnostics: str) -> SyntaxFailure:
     """The first type-check diagnostic in the guest's own code, at its own line and column.
 
-    ``None`` when the program does not parse: the real feed reports that syntax error
-    with the right position.
+    A syntax error is reported as one (not as a type error); a program that cannot be
+    checked never runs.
     """
     try:
         found = [
@@ -498,8 +805,10 @@ def _type_failure(diagnostics: str) -> SyntaxFailure | None:
         ]
     except (ValueError, TypeError, KeyError):
         return SyntaxFailure(message="the program failed its type check", type_check=True)
-    if any(code == "invalid-syntax" for code, _, _, _ in found):
-        return None
+    syntax = [item for item in found if item[0] == "invalid-syntax"]
+    if syntax:
+        _, message, row, column = syntax[0]
+        return _checked_syntax_failure(message, row, column)
     in_program = [item for item in found if item[2] > _CHECKED_LINES_BEFORE] or found
     if not in_program:
         return SyntaxFailure(message="the program failed its type check", type_check=True)
@@ -524,21 +833,6 @@ def _guest_traceback(frames: list[Frame]) -> str:
     if len(frames) > 20:
         lines.insert(0, f"  ... {len(frames) - 20} earlier frames")
     return _clip("\n".join(lines))
-
-
-def _holds_placeholder(value: object) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if _UNAWAITED.search(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-            stack.extend(item.keys())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False
 
 
 def _clip(text: str) -> str:

@@ -1,0 +1,151 @@
+"""The sandbox keeps its promises: a program that cannot be checked does not run, a dead
+worker is noticed at once, and nothing the sandbox starts is left behind."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import warnings
+
+import anyio
+import pytest
+
+from mycelium import Module, Runtime
+from mycelium.failures import GuestException, SyntaxFailure, TransportLost
+from mycelium.sandbox import monty
+from mycelium.sandbox.monty import MontySandbox
+
+from .conftest import QUICK_BOUND_S, Host, child_pids
+
+# Each hides a call the type checker would refuse (a wrong argument type) behind a character
+# that str.splitlines() treats as a line break inside a string literal.
+SPLIT_INSIDE_STRINGS = {
+    "line-separator": "s = 'a\u2028b'\nawait notes.record(data=s)\nawait notes.search(query=1)",
+    "form-feed": "s = 'a\x0cb'\nawait notes.record(data=s)\nawait notes.search(query=1)",
+    "next-line": "s = 'a\x85b'\nawait notes.record(data=s)\nawait notes.search(query=1)",
+    "paragraph-separator": "s = '''a\u2029\nb'''\nawait notes.record(data=s)\nawait notes.search(query=1)",
+}
+
+
+@pytest.mark.parametrize("code", SPLIT_INSIDE_STRINGS.values(), ids=SPLIT_INSIDE_STRINGS.keys())
+async def test_a_type_checked_program_with_line_separators_in_strings_is_still_checked(
+    host: Host, code: str
+) -> None:
+    outcome = await host.run(code, host.open(type_check=True))
+    assert isinstance(outcome.result.failure, SyntaxFailure), outcome.result.text
+    assert outcome.result.failure.type_check
+    assert outcome.result.failure.line == code.count("\n") + 1
+    assert host.state.records == [], "a program that failed its check ran"
+
+
+UNCHECKABLE = {
+    "form-feed-indent": "x = 1\n\x0cawait notes.record(data=x)",
+    "unclosed": "await notes.record(data=(1",
+}
+
+
+@pytest.mark.parametrize("code", UNCHECKABLE.values(), ids=UNCHECKABLE.keys())
+async def test_a_program_the_type_checker_cannot_parse_does_not_run(host: Host, code: str) -> None:
+    outcome = await host.run(code, host.open(type_check=True))
+    assert isinstance(outcome.result.failure, SyntaxFailure), outcome.result.text
+    assert host.state.records == []
+
+
+async def test_a_type_checked_program_with_separators_in_strings_runs_when_it_is_well_typed(host: Host) -> None:
+    outcome = await host.run("s = 'a\u2028b\x0cc'\nawait notes.record(data=s)\nreturn s", host.open(type_check=True))
+    assert outcome.result.value == "a\u2028b\x0cc", outcome.result.text
+    assert host.state.records == ["a\u2028b\x0cc"]
+
+
+async def test_a_worker_that_dies_during_a_host_call_is_noticed_at_once_and_the_call_is_cancelled() -> None:
+    called = anyio.Event()
+    cancelled: list[str] = []
+    notes = Module(id="kill-notes", name="notes")
+
+    @notes.operation()
+    async def wait() -> int:
+        called.set()
+        try:
+            await anyio.Event().wait()  # never set: only noticing the dead worker ends this run
+        except anyio.get_cancelled_exc_class():
+            cancelled.append("wait")
+            raise
+        return 1
+
+    async def kill_workers() -> None:
+        await called.wait()
+        for pid in child_pids():
+            os.kill(pid, signal.SIGKILL)
+
+    async with Runtime(modules=[notes], sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
+        with anyio.fail_after(QUICK_BOUND_S):
+            async with anyio.create_task_group() as group:
+                group.start_soon(kill_workers)
+                result = await lease.execute_tool.run("return await notes.wait()")
+        assert result.failure == TransportLost(), result.text
+        assert cancelled == ["wait"]
+        assert runtime.admission.capacity - 0 >= 1
+        after = await lease.execute_tool.run("return 'alive'")
+        assert after.value == "alive"
+
+
+async def test_cancelling_the_caller_mid_gather_leaves_no_coroutine_unawaited(host: Host) -> None:
+    runtime = host.open()
+    program = "import asyncio\nreturn await asyncio.gather(*[notes.hang() for _ in range(20)])"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(15):
+            async with runtime.lease() as lease:
+                with anyio.move_on_after(0.05):
+                    await lease.execute_tool.run(program)
+        gc.collect()
+    unawaited = [str(w.message) for w in caught if "never awaited" in str(w.message)]
+    assert unawaited == []
+    assert host.state.hang_running == 0
+
+
+async def test_runs_of_one_revision_share_their_guest_namespaces_and_leave_no_run_behind(host: Host) -> None:
+    runtime = host.open()
+    for _ in range(10):
+        outcome = await host.run("return await notes.search(query='x')", runtime)
+        assert not outcome.result.is_error
+    sandbox = runtime.sandbox
+    assert isinstance(sandbox, MontySandbox)
+    assert len(sandbox._revisions) == 1
+    gc.collect()
+    # The pool may still hold the context of the last callback it ran; no earlier run survives.
+    assert len([item for item in gc.get_objects() if isinstance(item, monty._GuestRun)]) <= 1
+
+
+async def test_a_construct_the_sandbox_does_not_support_is_named_as_such(host: Host) -> None:
+    outcome = await host.run("raise ValueError(42)")
+    failure = outcome.result.failure
+    assert isinstance(failure, GuestException), outcome.result.text
+    assert failure.type_name == "NotImplementedError"
+    assert "Internal error" not in outcome.result.text
+    assert "does not support" in outcome.result.text
+
+
+async def test_terminal_escapes_in_printed_output_are_shown_escaped(host: Host) -> None:
+    outcome = await host.run("print('\\x1b[31mred\\x1b[0m\\x07')\nreturn 1")
+    assert outcome.result.logs[0] == "\\x1b[31mred\\x1b[0m\\x07"
+    assert not any("\x1b" in line for line in outcome.result.logs)
+
+
+@pytest.mark.parametrize(
+    ("code", "hinted"),
+    [
+        ("x = await notes.search(query='a')", True),
+        ("for i in range(2):\n    y = i", True),
+        ("x = 1\nx", False),
+        ("return None", False),
+    ],
+    ids=["assignment", "loop", "expression", "explicit-return"],
+)
+async def test_a_program_ending_in_a_statement_is_told_how_to_return_a_value(
+    host: Host, code: str, hinted: bool
+) -> None:
+    outcome = await host.run(code)
+    assert not outcome.result.is_error, outcome.result.text
+    assert any("return <value>" in line for line in outcome.result.logs) is hinted
