@@ -1128,7 +1128,7 @@ DOMAINS: dict[str, tuple[str, ...]] = {
     "travel": ("trip", "flight", "hotel_booking", "itinerary", "traveler", "fare_alert"),
     "events": ("event", "ticket", "attendee", "session", "speaker", "venue"),
     "restaurants": ("menu", "dish", "order", "table", "reservation", "review"),
-    "recipes": ("recipe", "ingredient", "meal_plan", "shopping_list", "collection"),
+    "recipes": ("recipe", "ingredient", "meal_plan", "shopping_list", "cookbook"),
     "fitness": ("workout", "exercise", "goal", "activity", "heart_rate_sample", "challenge"),
     "health": ("appointment", "patient", "prescription", "lab_result", "provider", "claim"),
     "insurance": ("policy", "claim", "quote", "policyholder", "coverage", "premium"),
