@@ -122,6 +122,7 @@ class ResultTooLarge(_FailureBase):
 
     code: ClassVar[str] = "result-too-large"
     size: int
+    """At least this many bytes: measuring stops as soon as the limit is passed."""
     limit: int
 
 

@@ -94,7 +94,7 @@ def _describe(failure: Failure) -> str:
             return f"{told} Return only dicts with string keys, lists, strings, finite numbers, booleans and None."
         case ResultTooLarge(size=size, limit=limit):
             return (
-                f"The result is {size} bytes, over the limit of {limit} bytes; nothing was returned. "
+                f"The result is more than the limit of {limit} bytes (at least {size}); nothing was returned. "
                 "Return a smaller result: filter, summarise or page through the data."
             )
         case SandboxBusy(capacity=capacity, waited_ms=waited_ms):
