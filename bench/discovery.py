@@ -213,7 +213,7 @@ def maximal_query(catalog: Catalog) -> str:
         text = f"{target.path} {target.operation.description} {target.operation.input_schema}"
         frequency.update({word.lower() for word in re.findall(r"[A-Za-z]{2,}", text)})
     query = ""
-    for word, _ in frequency.most_common():
+    for word, _ in sorted(frequency.items(), key=lambda item: (-item[1], item[0])):
         longer = f"{query} {word}".strip()
         if len(longer) > MAX_QUERY_CHARS:
             break

@@ -70,8 +70,8 @@ _FIELD_WEIGHTS = {"name": 3, "path": 2, "description": 2, "fields": 1}
 _RELATED_WEIGHT = 0.5
 # One search merges at most this many postings in full (the rarest words first); words
 # past it only add to the best _SHORTLIST documents so far. Bounds a search's work whatever
-# the query: about 3 ms over 10,000 operations.
-_MERGE_BUDGET = 8_000
+# the query: about 2 ms over 10,000 operations.
+_MERGE_BUDGET = 5_000
 _SHORTLIST = 200
 _STOPWORDS = frozenset(
     {
