@@ -24,7 +24,7 @@ from mycelium.discovery import Catalog
 from mycelium.failures import SyntaxFailure
 from mycelium.graph import build_graph
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.stubs import MAX_DEPTH, REFUSAL, StubRenderer
+from mycelium.stubs import MAX_DEPTH, REFUSAL, StubRenderer, StubsTooLong
 
 GOLDEN = Path(__file__).parent / "golden"
 TYPING_PRELUDE = "from typing import Any, Literal, TypedDict, NotRequired\n"
@@ -677,3 +677,17 @@ def test_golden_stub_of_an_operation_with_formats_and_constraints() -> None:
         golden.write_text(described, encoding="utf-8")
     assert described == golden.read_text(encoding="utf-8")
     ast.parse(TYPING_PRELUDE + described)
+
+
+def test_a_renderer_with_max_chars_stops_once_past_it_however_large_the_schema() -> None:
+    fields = {f"field_{i}": {"type": "string", "description": "x" * 50} for i in range(1_500)}
+    graph = build_graph([Module(id="t", name="t", operations={"op": _op(field_schema(fields))})], revision=1)
+    (target,) = graph.operations()
+    assert len(StubRenderer().operation(target)) > 100_000
+    renderer = StubRenderer(max_chars=2_000)
+    with pytest.raises(StubsTooLong):
+        renderer.operation(target)
+    # What describe shows is the same as cutting the whole rendering.
+    text = Catalog(graph).describe("t.op", max_chars=2_000)
+    assert len(text) <= 2_000
+    assert text.endswith("# ... the rest of this declaration is too long to show.\n")

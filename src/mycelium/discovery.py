@@ -29,7 +29,7 @@ from typing import Any
 from .bindings import BindingCallback
 from .graph import InstalledOperation, OperationGraph
 from .operations import AccessLabel
-from .stubs import StubRenderer
+from .stubs import StubRenderer, StubsTooLong
 from .text import clip
 from .values import JsonValue
 
@@ -298,25 +298,37 @@ def _arguments(
 
 
 def render_bounded(targets: list[InstalledOperation], max_chars: int, *, prefix: str = "") -> str:
-    """Stubs for ``targets`` within ``max_chars``; what did not fit is counted, never cut silently."""
-    renderer = StubRenderer()
+    """Stubs for ``targets`` within ``max_chars``; what did not fit is counted, never cut silently.
+
+    Rendering stops once it passes ``max_chars``, so a huge schema costs no more than a small one.
+    """
+    renderer = StubRenderer(max_chars=max_chars)
     stubs: list[str] = []
-    left_out = ""
+    cut = False  # the first operation alone is too long: the start of it is shown
+    left = 0
     for shown, target in enumerate(targets):
         state = renderer.checkpoint()
-        stub = renderer.operation(target)
-        if stubs and len(_join(renderer.declarations(), [*stubs, stub])) > max_chars - 200:
+        try:
+            stub: str | None = renderer.operation(target)
+        except StubsTooLong:
+            stub = None
+        if stub is not None and (not stubs or len(_join(renderer.declarations(), [*stubs, stub])) <= max_chars - 200):
+            stubs.append(stub)
+            continue
+        cut = not stubs
+        if not cut:
             renderer.restore(state)  # its types go with it
-            left = len(targets) - shown
-            where = f" under {prefix}" if prefix else ""
-            left_out = (
-                f"\n# ... {left} more operation{'s' if left != 1 else ''}{where} not shown: "
-                "describe a longer path, or use forage.search(...).\n"
-            )
-            break
-        stubs.append(stub)
+        left = len(targets) - shown - int(cut)
+        break
+    where = f" under {prefix}" if prefix else ""
+    left_out = (
+        f"\n# ... {left} more operation{'s' if left != 1 else ''}{where} not shown: "
+        "describe a longer path, or use forage.search(...).\n"
+        if left
+        else ""
+    )
     text = _join(renderer.declarations(), stubs)
-    if len(text) + len(left_out) > max_chars:
+    if cut or len(text) + len(left_out) > max_chars:
         marker = "\n# ... the rest of this declaration is too long to show.\n"
         text = text[: max(0, max_chars - len(marker) - len(left_out))] + marker
     return text + left_out

@@ -28,7 +28,7 @@ from .access import RefusalReason
 from .graph import InstalledOperation
 from .text import clip
 
-__all__ = ["REFUSAL", "StubRenderer"]
+__all__ = ["REFUSAL", "StubRenderer", "StubsTooLong"]
 
 MAX_DEPTH = 8
 REFUSAL = "Refusal"
@@ -36,6 +36,12 @@ REFUSAL = "Refusal"
 _MAX_COMMENT_CHARS = 120
 _MAX_RULE_CHARS = 160
 _MAX_PATTERN_CHARS = 60
+_RULE_KEYS = frozenset(
+    {
+        "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+        "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+    }
+)  # fmt: skip
 # What each common string format looks like, said so a model writes it right.
 _FORMATS = {
     "date": "a date, YYYY-MM-DD",
@@ -46,13 +52,24 @@ _FORMATS = {
 _JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
+class StubsTooLong(Exception):
+    """Raised by a :class:`StubRenderer` with ``max_chars`` once it has rendered that much."""
+
+
 class StubRenderer:
     """Renders operations and the types they use; types are declared once and named uniquely."""
 
-    def __init__(self, max_depth: int = MAX_DEPTH, *, qualified: bool = False) -> None:
+    def __init__(self, max_depth: int = MAX_DEPTH, *, qualified: bool = False, max_chars: int | None = None) -> None:
         """``qualified`` writes builtin types as ``builtins.list`` and so on, for stub files in
-        which an operation called ``list`` would otherwise shadow the type (type checking)."""
+        which an operation called ``list`` would otherwise shadow the type (type checking).
+
+        ``max_chars`` bounds the work: once the fields and parameters rendered since the
+        renderer was made pass it, rendering stops with :class:`StubsTooLong`, however large
+        the schema, since text past it would not be shown anyway.
+        """
         self._max_depth = max_depth
+        self._max_chars = max_chars
+        self._spent = 0
         self._builtins = "builtins." if qualified else ""
         self._declarations: dict[str, str] = {}  # name -> rendered declaration, in order of first use
         self._names: dict[str, str] = {}  # fingerprint of an object schema -> its name
@@ -99,14 +116,19 @@ class StubRenderer:
             )
         return REFUSAL
 
-    def checkpoint(self) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    def checkpoint(self) -> tuple[dict[str, str], dict[str, str], set[str], int]:
         """The renderer's state, to :meth:`restore` if a stub rendered since is not used."""
-        return dict(self._declarations), dict(self._names), set(self._reserved)
+        return dict(self._declarations), dict(self._names), set(self._reserved), self._spent
 
-    def restore(self, state: tuple[dict[str, str], dict[str, str], set[str]]) -> None:
+    def restore(self, state: tuple[dict[str, str], dict[str, str], set[str], int]) -> None:
         """Forget every type declared since ``state`` was taken."""
-        declarations, names, reserved = state
+        declarations, names, reserved, self._spent = state
         self._declarations, self._names, self._reserved = dict(declarations), dict(names), set(reserved)
+
+    def _spend(self, chars: int) -> None:
+        self._spent += chars
+        if self._max_chars is not None and self._spent > self._max_chars:
+            raise StubsTooLong
 
     def render(self, targets: Iterable[InstalledOperation]) -> str:
         """Types, then the stubs of ``targets``."""
@@ -135,6 +157,7 @@ class StubRenderer:
             note = _note(name, field, schema)
             if note:
                 documented.append((name, note))
+            self._spend(len(name) + len(kind) + len(note))
         return "*, " + ", ".join(first + later), documented
 
     def _type(self, schema: object, root: Mapping[str, Any], hint: str, depth: int) -> str:
@@ -216,6 +239,7 @@ class StubRenderer:
             if key not in required:
                 kind = f"NotRequired[{kind}]"
             fields.append((str(key), kind, _note(str(key), field, root)))
+            self._spend(sum(map(len, fields[-1])))
         description = schema.get("description")
         lines: list[str]
         if all(_is_name(key) for key, _, _ in fields):
@@ -331,6 +355,8 @@ def _rules(name: str, schema: object, root: Mapping[str, Any], *, items: bool = 
 
 
 def _own_rules(name: str, schema: Mapping[str, Any]) -> list[str]:
+    if _RULE_KEYS.isdisjoint(schema):
+        return []
     rules: list[str] = []
     kind = schema.get("format")
     if isinstance(kind, str):

@@ -179,6 +179,20 @@ async def test_no_discovery_call_over_10000_operations_holds_the_event_loop_for_
     assert costs[slowest] < 0.025, f"{slowest} took {costs[slowest] * 1000:.1f} ms"
 
 
+async def test_describing_a_huge_operation_costs_no_more_than_what_it_shows() -> None:
+    # Rendering all 1,500 object fields takes about 65 ms; describe used to do it on every call.
+    fields = {
+        f"field_{i}": {"type": "object", "title": f"Part{i}", "properties": {"v": {"type": "string"}}}
+        for i in range(1_500)
+    }
+    huge = operation(input={"type": "object", "properties": fields}, execute=lambda: None)
+    catalog = Catalog(build_graph([Module(id="big", name="big", operations={"huge": huge})], revision=1))
+    forage = forage_bindings(catalog)
+    for path in ("big.huge", "big", ""):
+        cost = await _best_of(lambda path=path: forage["describe"](path))
+        assert cost < 0.025, f"describe({path!r}) took {cost * 1000:.1f} ms"
+
+
 async def test_discovery_calls_in_the_real_sandbox_over_10000_operations_do_not_stall_the_host_loop(
     big_modules: list[Module],
 ) -> None:
@@ -246,3 +260,13 @@ async def test_discovery_keeps_no_word_a_guest_sends(big_catalog: Catalog) -> No
     finally:
         tracemalloc.stop()
     assert grown < 64 * 1024, f"discovery kept {grown} bytes after 59 rounds of distinct guest words"
+
+
+async def test_discovery_calls_count_against_the_run_call_budget(host: Host) -> None:
+    runtime = host.open(max_operation_calls=3)
+    outcome = await host.run(
+        "n = 0\ntry:\n    for _ in range(10):\n        await forage.search('notes')\n        n += 1\n"
+        "except RuntimeError as e:\n    return [n, str(e)]",
+        runtime,
+    )
+    assert outcome.result.value == [3, "this run made more than 3 operation calls"], outcome.result.text
