@@ -479,7 +479,7 @@ generators (yield), `del`, method decorators (@property, @staticmethod, @classme
 Modules you can import (no other imports work): asyncio, base64, binascii, bisect, collections, copy,
 csv, dataclasses, datetime, decimal, functools, hashlib, itertools, json, math, os, pathlib, random, re,
 sys, time, tomllib, typing, unicodedata. The host's files, network and environment are out of reach:
-os and pathlib see no host file and os.environ is not available.
+os and pathlib see no host file (unless a workspace is described below) and os.environ is not available.
 
 Calling operations (`<ns>.<op>` stands for a real operation path: see below, or find one with forage):
 - Operations are async. Await each call and keep its result in a new name, never a namespace's:
