@@ -827,7 +827,7 @@ async def test_every_module_the_execute_description_lists_imports_in_the_real_sa
 
 async def test_what_the_execute_description_says_is_out_of_reach_is_out_of_reach_in_the_real_sandbox() -> None:
     description = execute_description(catalog_of(app_modules()))
-    assert "os and pathlib see no host file (unless a workspace is described below)" in description
+    assert "os and pathlib see no host file (unless a workspace is described below)" in " ".join(description.split())
     for construct in ("class inheritance", "generators (yield)", "`del`", "@property"):
         assert construct in description
     results = await _run_in_monty(

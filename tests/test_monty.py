@@ -394,6 +394,8 @@ async def test_type_checked_programs_may_return_at_top_level_gather_and_use_fora
         "import asyncio\n"
         "a, b = await asyncio.gather(notes.search(query='a'), apps.bazaar.windows.open(url='u'))\n"
         "found = await forage.search('notes')\n"
+        "match a:\n    case {'refused': True}:\n        return 'refused'\n"
+        "match b:\n    case {'refused': True}:\n        return 'refused'\n"
         "return [a[0]['title'], b['opened'], len(found) > 0]"
     )
     assert result.value == ["about a", "u", True]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import textwrap
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -45,6 +46,7 @@ from .failures import (
 )
 from .graph import OperationGraph
 from .hooks import Observer, notify
+from .modules import GUEST_IMPORTS
 from .options import ExecutionOptions
 from .sandbox import Sandbox, SandboxRequest
 from .sandbox.boundary import failure_from_exception, sandbox_failure_message
@@ -470,16 +472,15 @@ def execute_description(
     return text
 
 
-_RULES = """\
+_RULES_TEXT = """\
 Run a short Python program in a fresh sandbox and get back its JSON result.
 
 Language: a Python subset (Monty): functions, closures, classes, dataclasses, comprehensions,
 f-strings, match, try/except, async/await and asyncio.gather. Not supported: class inheritance,
 generators (yield), `del`, method decorators (@property, @staticmethod, @classmethod).
-Modules you can import (no other imports work): asyncio, base64, binascii, bisect, collections, copy,
-csv, dataclasses, datetime, decimal, functools, hashlib, itertools, json, math, os, pathlib, random, re,
-sys, time, tomllib, typing, unicodedata. The host's files, network and environment are out of reach:
-os and pathlib see no host file (unless a workspace is described below) and os.environ is not available.
+{imports}
+The host's files, network and environment are out of reach: os and pathlib see no host file (unless a
+workspace is described below) and os.environ is not available.
 
 Calling operations (`<ns>.<op>` stands for a real operation path: see below, or find one with forage):
 - Operations are async. Await each call and keep its result in a new name, never a namespace's:
@@ -500,3 +501,8 @@ lists, strings, finite numbers, booleans, None) and small; print() output comes 
 starts fresh: no variable, function or import survives to the next run.
 
 """
+# The list of modules is the one installation checks names against: one list, probed by tests.
+_RULES = _RULES_TEXT.replace(
+    "{imports}",
+    textwrap.fill(f"Modules you can import (no other imports work): {', '.join(sorted(GUEST_IMPORTS))}.", width=104),
+)

@@ -18,6 +18,7 @@ from .operations import AccessLabel, Operation, operation_from_function
 
 __all__ = [
     "GUEST_BUILTINS",
+    "GUEST_IMPORTS",
     "GUEST_MODULES",
     "MAX_ID_LENGTH",
     "RESERVED_NAMES",
@@ -34,14 +35,16 @@ RESERVED_NAMES = frozenset({"env", "forage"})
 # The names a guest program already has, found by probing the real sandbox (Monty 1.4.0);
 # tests/test_guest_names.py probes it again, so an upgrade that changes them fails a test.
 # fmt: off
-GUEST_MODULES = frozenset(
+GUEST_IMPORTS = frozenset(
     {
         "asyncio", "base64", "binascii", "bisect", "collections", "copy", "csv", "dataclasses", "datetime", "decimal",
-        "functools", "gc", "hashlib", "itertools", "json", "math", "os", "pathlib", "posixpath", "random", "re",
-        "sys", "time", "tomllib", "typing", "unicodedata"
+        "functools", "hashlib", "itertools", "json", "math", "os", "pathlib", "posixpath", "random", "re", "sys",
+        "time", "tomllib", "typing", "unicodedata"
     }
-)
-"""Modules the sandbox provides: what ``import X`` gives a program, and ``gc``, which Monty reserves.
+)  # fmt: skip
+"""What ``import X`` gives a program in the sandbox: every module it offers, and no other."""
+GUEST_MODULES = GUEST_IMPORTS | {"gc"}
+"""Modules the sandbox provides: :data:`GUEST_IMPORTS`, and ``gc``, which Monty reserves.
 
 No namespace segment, at any depth, may be one of these: Monty refuses to build a
 namespace that would replace one of its own modules, so every run would fail.
