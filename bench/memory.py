@@ -14,7 +14,8 @@
    calls, a huge int...) run under a 2 s timeout, first one after another, then all at once.
    Printed: each program's outcome (failure code) and duration, the stall's max and p99, and the
    host RSS before and after. The concurrent pass is set beside a control: 20 ``while True:
-   pass`` at once, the stall that CPU contention alone causes on this machine.
+   pass`` at once, nothing hostile in them: the stall of the host's own work to start and stop
+   20 runs at once, plus 20 busy workers contending for the 2 cores.
 
 Each measurement runs in its own child process, so that a blocked event loop or a leak cannot
 hang or sink the bench: a hostile program that does not finish within ``--guard`` seconds (60)
@@ -342,9 +343,14 @@ async def hostile(arguments: argparse.Namespace) -> None:
                 outcome = f"raised {type(exc).__name__}"
             emit(event="done", position=position, outcome=outcome, seconds=time.perf_counter() - started)
 
-        warm = await lease.execute_tool.run(WARM_PROGRAM, tool_call_id="warm")
-        if warm.is_error:
-            emit(event="warning", text=f"the warm-up program failed: {warm.text}")
+        # As many warm-up runs at once as the pass will make, so that every worker process is
+        # started before the ticker counts: starting workers is not what is measured.
+        warm = await asyncio.gather(
+            *(lease.execute_tool.run(WARM_PROGRAM, tool_call_id=f"warm-{n}") for n in range(width or 1))
+        )
+        failed = [result.text for result in warm if result.is_error]
+        if failed:
+            emit(event="warning", text=f"{len(failed)} warm-up runs failed: {failed[0]}")
         before = Reading.take().rss
         emit(event="ready", rss=before)
         if arguments.concurrent:
