@@ -65,6 +65,7 @@ RATIO_FLOOR_BYTES = 64  # below this the floor's growth is allocator noise
 STALL_TARGET_MS = 50.0
 TICK_SECONDS = 0.001
 BEAT_SECONDS = 0.1  # how often a host says it is alive; a silent host has a blocked loop
+BLOCKED_MS = 1_000.0  # a host silent this long (ten missed beats) had its event loop blocked
 GUARD_POLL_SECONDS = 0.2
 MIN_MEASURED = 100  # executes after the warm-up worth a figure; fewer, and the warm-up is counted in
 CHILD_SLACK_SECONDS = 120.0  # start-up, catalog, pool and close, beyond a memory phase's own budget
@@ -400,6 +401,8 @@ class ChildRun:
 
     events: list[dict[str, Any]] = field(default_factory=list)
     killed: str | None = None
+    overran: bool = False
+    """Killed because its current step (a program) ran past the guard."""
     longest_silence: float = 0.0
     """The longest time the parent heard nothing (a lower bound on a stall once a host is killed)."""
     final_silence: float = 0.0
@@ -462,13 +465,13 @@ async def run_child(
                         if event["event"] in ("start", "ready"):
                             step_started = now
                         limit = quiet_limit(outcome)
-                    continue
+                # Checked after every line too: a host that keeps beating may still run too long or grow.
                 rss = rss_bytes(process.pid)
                 outcome.last_rss = rss or outcome.last_rss
                 if rss is not None and rss > cap_bytes:
                     outcome.killed = f"host RSS passed {cap_bytes // MIB:,} MiB"
                 elif limit is not None and now - step_started > limit:
-                    outcome.killed = f"did not finish within {limit:g} s"
+                    outcome.killed, outcome.overran = f"did not finish within {limit:g} s", True
                 elif now - started > total_limit:
                     outcome.killed = f"the child ran longer than {total_limit:g} s"
                 if outcome.killed:
@@ -638,9 +641,14 @@ async def sequential_pass(arguments: argparse.Namespace, chosen: list[int]) -> S
             break
         # The host was killed (or died) while running this program.
         silent = run.final_silence * 1000
-        outcome = f"stalled > {arguments.guard:g} s" if run.killed and "within" in run.killed else explain_failure(run)
-        print(f"{names[remaining[ran]]:<38} {outcome:<22} {'':>8} > {silent:>6,.0f} ms (the host was seen silent)")
-        if worst is None or silent > worst:
+        blocked = silent >= BLOCKED_MS
+        if run.overran:
+            outcome = f"{'stalled' if blocked else 'running'} > {arguments.guard:g} s"
+        else:
+            outcome = explain_failure(run)
+        detail = f"> {silent:>6,.0f} ms (the host was seen silent)" if blocked else "(its event loop kept ticking)"
+        print(f"{names[remaining[ran]]:<38} {outcome:<22} {'':>8} {detail}")
+        if blocked and (worst is None or silent > worst):
             worst, seen_only = silent, True
         remaining = remaining[ran + 1 :]
         if remaining:
