@@ -7,6 +7,8 @@ import gc
 import os
 import signal
 import warnings
+from collections.abc import Awaitable
+from types import SimpleNamespace
 
 import anyio
 import pytest
@@ -42,6 +44,10 @@ async def test_a_type_checked_program_with_line_separators_in_strings_is_still_c
 UNCHECKABLE = {
     "form-feed-indent": "x = 1\n\x0cawait notes.record(data=x)",
     "unclosed": "await notes.record(data=(1",
+    "type-ignore": "await notes.record(data=1)\nawait notes.search(query=1)  # type: ignore",
+    "ty-ignore-code": "await notes.record(data=1)\nawait notes.search(query=1)  # ty: ignore[invalid-argument-type]",
+    "eval": "await notes.record(data=1)\nawait eval('notes.search(query=1)')",
+    "exec": "await notes.record(data=1)\nexec(\"notes.record(data='hidden')\")",
 }
 
 
@@ -56,6 +62,23 @@ async def test_a_type_checked_program_with_separators_in_strings_runs_when_it_is
     outcome = await host.run("s = 'a\u2028b\x0cc'\nawait notes.record(data=s)\nreturn s", host.open(type_check=True))
     assert outcome.result.value == "a\u2028b\x0cc", outcome.result.text
     assert host.state.records == ["a\u2028b\x0cc"]
+
+
+async def test_a_worker_the_pool_starts_only_after_the_feed_is_still_watched_and_its_death_noticed() -> None:
+    # A program that makes no host call gives no later chance to find its worker.
+    process = await anyio.open_process(["sleep", "30"])
+    session = SimpleNamespace(worker_pid=None)
+    worker = monty._Worker(session)
+    try:
+        with anyio.fail_after(QUICK_BOUND_S), anyio.CancelScope() as scope:
+            worker.watch(scope)
+            session.worker_pid = process.pid  # the pool starts it only now
+            process.kill()
+            await anyio.sleep_forever()
+    finally:
+        worker.unwatch()
+        await process.aclose()
+    assert worker.lost
 
 
 async def test_a_worker_that_dies_during_a_host_call_is_noticed_at_once_and_the_call_is_cancelled() -> None:
@@ -114,8 +137,48 @@ async def test_runs_of_one_revision_share_their_guest_namespaces_and_leave_no_ru
     assert isinstance(sandbox, MontySandbox)
     assert len(sandbox._revisions) == 1
     gc.collect()
-    # The pool may still hold the context of the last callback it ran; no earlier run survives.
-    assert len([item for item in gc.get_objects() if isinstance(item, monty._GuestRun)]) <= 1
+    assert not [item for item in gc.get_objects() if isinstance(item, monty._GuestRun)]
+
+
+async def test_a_syntax_error_raised_by_exec_after_a_write_is_an_exception_not_nothing_ran(host: Host) -> None:
+    outcome = await host.run("await notes.record(data='ran')\nexec('x = (')")
+    failure = outcome.result.failure
+    assert isinstance(failure, GuestException), outcome.result.text
+    assert failure.type_name == "SyntaxError"
+    assert "nothing ran" not in outcome.result.text
+    assert host.state.records == ["ran"]
+
+
+async def test_thousands_of_pending_calls_stopped_at_the_deadline_do_not_stall_the_host(host: Host) -> None:
+    runtime = host.open(max_operation_calls=5_000, timeout_ms=2_000)
+    stalls = await _loop_stalls_while(
+        host.run("try:\n    while True:\n        notes.hang()\nexcept RuntimeError:\n    await notes.hang()", runtime)
+    )
+    assert host.state.hang_started >= 1_000
+    assert host.state.hang_running == 0
+    assert max(stalls) < 0.2, f"the loop stalled {max(stalls) * 1000:.0f} ms"
+
+
+async def _loop_stalls_while(work: Awaitable[object]) -> list[float]:
+    """Gaps between the ticks of a 1 ms ticker while ``work`` runs."""
+    gaps: list[float] = [0.0]
+    done = anyio.Event()
+
+    async def tick() -> None:
+        last = anyio.current_time()
+        while not done.is_set():
+            await anyio.sleep(0.001)
+            now = anyio.current_time()
+            gaps.append(now - last)
+            last = now
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        try:
+            await work
+        finally:
+            done.set()
+    return gaps
 
 
 async def test_a_construct_the_sandbox_does_not_support_is_named_as_such(host: Host) -> None:

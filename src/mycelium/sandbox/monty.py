@@ -232,7 +232,8 @@ class MontySandbox:
         completed = False
         # The guest's namespaces are shared by every run of the revision; their callbacks find
         # this run here (Monty runs each callback in a copy of the context that fed the program).
-        current = _RUN.set(run)
+        slot = _RunSlot(run)
+        current = _RUN.set(slot)
         try:
             async with pool.checkout(
                 limits=limits,
@@ -268,6 +269,7 @@ class MontySandbox:
                     await run.stop_unsettled()
         finally:
             _RUN.reset(current)
+            slot.run = None  # Monty may keep copies of the context a while: they must not keep the run
             if mount is not None:
                 mount.close()
             if request.on_log is not None:
@@ -297,8 +299,16 @@ class MontySandbox:
 
         The program is checked as the body of an async function that is never called, so a
         top-level ``return`` is legal and nothing of it runs. A program that cannot be
-        checked (it does not parse in that form) fails as ``syntax`` and does not run either.
+        checked (it does not parse in that form) fails as ``syntax`` and does not run either,
+        and so does one that opts out of the check: a ``# type: ignore`` comment, or code run
+        through ``eval``/``exec``, which no checker sees.
         """
+        unchecked = _UNCHECKABLE.search(code)
+        if unchecked is not None:
+            line = code.count("\n", 0, unchecked.start()) + 1
+            what = "eval() and exec()" if unchecked.group("dynamic") else "`# type: ignore` comments"
+            message = f"{what} are not allowed in a type-checked program: nothing could check what they hide"
+            raise SandboxError(SyntaxFailure(message=message, line=line, type_check=True))
         try:
             await _until_stopped(session.feed_run(guest.checked_program(code)), signal)
         except MontySyntaxError as exc:
@@ -348,11 +358,13 @@ class _Worker:
             self._loop.call_soon_threadsafe(self._start)
 
     def _start(self) -> None:
-        if self._stop_watching is not None or self._scope is None:
+        if self._stop_watching is not None or self._scope is None or self._loop is None:
             return
         pid = self._session.worker_pid
         if pid is not None:
             self._stop_watching = _on_exit(pid, self._exited)
+        else:  # not started yet: look again shortly, also for a program that makes no call
+            self._loop.call_later(_WORKER_LOOKUP_SECS, self._start)
 
     def _exited(self) -> None:
         self.lost = True
@@ -396,11 +408,14 @@ def _on_exit(pid: int | None, callback: Callable[[], None]) -> Callable[[], None
     """
     if pid is None or not hasattr(os, "pidfd_open"):
         return _nothing
+    loop = asyncio.get_running_loop()
     try:
         fd = os.pidfd_open(pid)
-    except OSError:  # already gone: the feed fails on its own
+    except ProcessLookupError:  # already gone
+        handle = loop.call_soon(callback)
+        return handle.cancel
+    except OSError:  # not ours to watch: Monty notices on its own
         return _nothing
-    loop = asyncio.get_running_loop()
 
     def exited() -> None:
         loop.remove_reader(fd)
@@ -551,8 +566,19 @@ class _Call:
             await self._waiter.wait()
 
 
-_RUN: ContextVar[_GuestRun] = ContextVar("mycelium_monty_run")
+class _RunSlot:
+    """Where a run's callbacks find it; emptied when the run ends."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: _GuestRun) -> None:
+        self.run: _GuestRun | None = run
+
+
+_RUN: ContextVar[_RunSlot] = ContextVar("mycelium_monty_run")
 _KEPT_REVISIONS = 32
+_WORKER_LOOKUP_SECS = 0.005
+_CANCEL_BATCH = 100
 
 
 class _GuestModules:
@@ -618,7 +644,10 @@ class _GuestModules:
 
 
 def _place(leaf: Leaf, *args: object, **kwargs: object) -> Awaitable[JsonValue]:
-    return _RUN.get().call(leaf, args, kwargs)
+    run = _RUN.get().run
+    if run is None:
+        raise RuntimeError("the run is over")
+    return run.call(leaf, args, kwargs)
 
 
 class _GuestRun:
@@ -677,10 +706,15 @@ class _GuestRun:
         a call placed after this is refused."""
         with self._placing:
             self._closed = True
-        for call in self.calls:
-            call.cancel()
-        for call in self.calls:
-            await call.wait()
+        # In batches, with a trip round the loop between them: thousands of calls cancelled at
+        # once would all unwind in one loop turn and stall the host.
+        for start in range(0, len(self.calls), _CANCEL_BATCH):
+            batch = self.calls[start : start + _CANCEL_BATCH]
+            for call in batch:
+                call.cancel()
+            for call in batch:
+                await call.wait()
+            await asyncio.sleep(0)
 
     def result(self, value: object, limit: int | None) -> JsonValue:
         """The program's value, if it is JSON within ``limit``; else the failure that keeps it out."""
@@ -709,6 +743,13 @@ class _GuestRun:
         """The exception that reports a Monty error: a typed failure, or the host's own failure."""
         if isinstance(exc, MontySyntaxError):
             frames = exc.traceback()
+            if frames and frames[-1].function_name is not None:
+                # Raised by exec() or eval() while the program ran: not "nothing ran".
+                return SandboxError(
+                    GuestException(
+                        type_name="SyntaxError", message=_clip(str(exc.exception())), traceback=_guest_traceback(frames)
+                    )
+                )
             line = _guest_line(frames[0].line) if frames else None
             column = frames[0].column if frames else None
             return SandboxError(SyntaxFailure(message=_clip(str(exc.exception())), line=line, column=column))
@@ -720,7 +761,8 @@ class _GuestRun:
             return SandboxError(InvalidResult(reason=f"the value cannot leave the sandbox: {_clip(str(exc))}"))
         if isinstance(exc, MontyRuntimeError):
             inner = exc.exception()
-            message = str(inner)
+            # Clipped before anything reads it: a guest's message may be megabytes long.
+            message = _clip(str(inner))
             type_name = type(inner).__name__
             for call in self.calls:
                 # Our own message, unique by its reference, came back out: nobody handled it.
@@ -755,14 +797,17 @@ def _paths(calls: list[_Call]) -> str:
 _UNAWAITED_REASON = "is an operation call that was never awaited"
 _CONVERSIONS = (
     (re.compile(r"<coroutine external_future\(\d+\)>"), f"{_UNAWAITED_REASON}: write `await` before the call"),
-    (re.compile(r"\[\.\.\.\]|\{\.\.\.\}"), "contains itself (a cycle)"),
+    (re.compile(r"\[\.\.\.\]|\{\.\.\.\}|\(\.\.\.\)"), "contains itself (a cycle)"),
+    (re.compile(r"<gather\(\d+\)>"), f"{_UNAWAITED_REASON}: write `await` before asyncio.gather(...)"),
+    (re.compile(r"<coroutine object [^<>\n]*>"), "is a coroutine never awaited: write `await` before the call"),
+    (re.compile(r"<module '[^'\n]*'>"), "is a module, not a JSON value"),
     (re.compile(r"<deeply nested>"), f"is nested deeper than {MAX_JSON_DEPTH} levels"),
     (re.compile(r"<function '[^'\n]*' at 0x[0-9a-f]+>"), "is a function, not a JSON value"),
     (re.compile(r"<[a-z_]+ object>"), "is an iterator, not a JSON value: make a list of it with list(...)"),
     (re.compile(r"(range|slice)\(-?\d+(, (-?\d+|None))*\)"), "is a range or slice, not a JSON value: use list(...)"),
     (re.compile(r"dict_(keys|values|items)\(\[.*\]\)", re.DOTALL), "is a dict view, not a JSON value: use list(...)"),
 )
-_CONVERSION_STARTS = frozenset("<[{rsd")
+_CONVERSION_STARTS = frozenset("<[{(rsd")
 
 
 def _conversion(text: str) -> str | None:
@@ -775,6 +820,9 @@ def _conversion(text: str) -> str | None:
     return None
 
 
+# What would let code past the type checker unseen. Matched in the whole text, strings too:
+# refusing a string that happens to read "type: ignore" is the price of a check that cannot be fooled.
+_UNCHECKABLE = re.compile(r"\b(?:type|ty)\s*:\s*ignore\b|\b(?P<dynamic>eval|exec|compile)\b")
 _CHECKED_FUNCTION = "__mycelium_program__"
 _CHECKED_LINES_BEFORE = 2  # the imports and the `async def` line
 _CHECKED_INDENT = 4
