@@ -792,15 +792,15 @@ def _paths(calls: list[_Call]) -> str:
 
 # What Monty (pydantic-monty 1.4.0, pinned) puts in place of a value it cannot hand to the host:
 # the value arrives as this text. Read as text it would be silently wrong data, so a string
-# that is exactly one of these is refused, in operation input and in results alike. (A class
-# arrives as "<class 'C'>", which is also what str(type(x)) makes: harmless, so it passes.)
+# that is exactly one of these is refused, in operation input and in results alike. (A class or
+# one of the sandbox's modules arrives as "<class 'C'>" or "<module 'os'>", which is also what
+# str() makes of it: harmless, so it passes.)
 _UNAWAITED_REASON = "is an operation call that was never awaited"
 _CONVERSIONS = (
     (re.compile(r"<coroutine external_future\(\d+\)>"), f"{_UNAWAITED_REASON}: write `await` before the call"),
     (re.compile(r"\[\.\.\.\]|\{\.\.\.\}|\(\.\.\.\)"), "contains itself (a cycle)"),
     (re.compile(r"<gather\(\d+\)>"), f"{_UNAWAITED_REASON}: write `await` before asyncio.gather(...)"),
     (re.compile(r"<coroutine object [^<>\n]*>"), "is a coroutine never awaited: write `await` before the call"),
-    (re.compile(r"<module '[^'\n]*'>"), "is a module, not a JSON value"),
     (re.compile(r"<deeply nested>"), f"is nested deeper than {MAX_JSON_DEPTH} levels"),
     (re.compile(r"<function '[^'\n]*' at 0x[0-9a-f]+>"), "is a function, not a JSON value"),
     (re.compile(r"<[a-z_]+ object>"), "is an iterator, not a JSON value: make a list of it with list(...)"),
