@@ -27,10 +27,9 @@ so) when its RSS has grown by ``--rss-budget-mib`` or it has run ``--phase-secon
     .venv/bin/python bench/memory.py --executes 1000 --warmup 100 --skip-concurrent   # quick
 
 Targets (issue 9): < 1 KiB RSS growth per execute (one lease), < 50 ms max stall. The bench
-reports; it always exits 0. On the 2-core build machine the full run took 4 minutes on main
-before the hardening (the memory phases stopped at their RSS budget, one host was killed by the
-guard); without leaks and stalls it should take about 2 minutes (15-20 s per memory phase, about
-a minute for the hostile passes).
+reports; it always exits 0. On the 2-core build machine the full run takes about 75 s (15-20 s
+per memory phase, about 30 s for the hostile passes); before the hardening it took 4 minutes
+(the memory phases stopped at their RSS budget, hosts were killed by the guard).
 """
 
 from __future__ import annotations
