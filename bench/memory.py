@@ -131,28 +131,6 @@ def emit(**fields: object) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def catalog(modules: int, operations: int) -> list[Module]:
-    """``modules`` generated modules whose namespaces Monty accepts.
-
-    Monty refuses a namespace named after one of its own modules, and the generated catalog
-    has a ``collections`` resource: with that module installed no run could start (or it would
-    not install), so it is left out.
-    """
-
-    def accepted(module: Module) -> bool:
-        for key in module.operations:
-            for segment in key.split(".")[:-1]:
-                try:
-                    ExternalModule({segment: ExternalModule({})})
-                except ValueError:
-                    return False
-        return True
-
-    return [module for module in generated_catalog(modules + modules // 10 + 1, operations) if accepted(module)][
-        :modules
-    ]
-
-
 def one_call_program(modules: Sequence[Module]) -> str:
     """A program calling a read operation of the first module that needs no input."""
     for module in modules:
@@ -226,7 +204,7 @@ async def grow(run_once: Callable[[int], Awaitable[str | None]], arguments: argp
 
 
 async def mycelium_growth(arguments: argparse.Namespace) -> dict[str, object]:
-    modules = catalog(arguments.modules, arguments.operations)
+    modules = generated_catalog(arguments.modules, arguments.operations)
     code = one_call_program(modules)
 
     async def failure_text(lease: Lease, index: int) -> str | None:
@@ -324,7 +302,7 @@ async def hostile(arguments: argparse.Namespace) -> None:
     chosen = [names[int(index)] for index in arguments.programs.split(",")]
     width = len(chosen) if arguments.concurrent else None
     runtime = Runtime(
-        modules=[*catalog(arguments.modules, arguments.operations), notes_module()],
+        modules=[*generated_catalog(arguments.modules, arguments.operations), notes_module()],
         sandbox=MontySandbox(pool_size=width),
         execution=ExecutionOptions(timeout_ms=arguments.timeout_ms, sandbox_capacity=width),
     )
