@@ -6,11 +6,12 @@ is established with events, never with sleeps.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import anyio
 
-from mycelium import AbortSignal
+from mycelium import AbortSignal, Runtime
 from mycelium.sandbox import SandboxRequest
 
 Behaviour = Callable[["Probe", SandboxRequest, AbortSignal], Awaitable[object]]
@@ -104,3 +105,19 @@ class ProbeSandbox:
         finally:
             self.timeline.append(("end", request.code))
             probe.settled.set()
+
+
+@asynccontextmanager
+async def closing(runtime: Runtime) -> AsyncIterator[anyio.Event]:
+    """Start ``runtime.close()`` beside the block and wait until it blocks; the event is set once
+    it has returned. Leaving the block waits for ``close()`` to return."""
+    closed = anyio.Event()
+
+    async def close() -> None:
+        await runtime.close()
+        closed.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(close)
+        await anyio.wait_all_tasks_blocked()
+        yield closed

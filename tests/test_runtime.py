@@ -23,7 +23,7 @@ from mycelium import (
     operation,
 )
 from mycelium.testing import direct_sandbox, rejecting_sandbox
-from probes import Probe, ProbeSandbox, ignore
+from probes import Probe, ProbeSandbox, closing, ignore
 
 
 def demo_module() -> Module:
@@ -121,15 +121,7 @@ async def test_acquire_after_close_raises_runtime_closed() -> None:
 async def test_close_waits_until_every_held_lease_is_released() -> None:
     runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox())
     lease = await runtime.acquire()
-    closed = anyio.Event()
-
-    async def close() -> None:
-        await runtime.close()
-        closed.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(close)
-        await anyio.wait_all_tasks_blocked()
+    async with closing(runtime) as closed:
         assert runtime.closed
         assert not closed.is_set(), "close() returned while a lease was still held"
         with pytest.raises(RuntimeClosed):
@@ -235,14 +227,7 @@ async def test_close_warns_after_the_configured_wait_naming_each_unreleased_leas
     forgotten = await forget_a_lease(runtime)
     async with runtime.lease():  # released before close: never named
         pass
-    closed = anyio.Event()
-
-    async def close() -> None:
-        await runtime.close()
-        closed.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(close)
+    async with closing(runtime) as closed:
         with anyio.fail_after(10):
             await warned.close_warned.wait()
         assert not closed.is_set()

@@ -22,6 +22,7 @@ from mycelium.sources import (
     source,
 )
 from mycelium.testing import direct_sandbox, rejecting_sandbox
+from probes import closing
 
 # --------------------------------------------------------------------------- helpers
 
@@ -742,15 +743,7 @@ async def test_close_stops_acquisitions_waits_for_held_leases_then_releases_in_r
     ledger.context("a").invalidate()
     l2 = await runtime.acquire()  # acquires a@2 after b@1: reverse acquisition order is a@2, b@1
     assert ledger.acquired() == ["a@1", "b@1", "a@2"]
-    closed = anyio.Event()
-
-    async def close() -> None:
-        await runtime.close()
-        closed.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(close)
-        await anyio.wait_all_tasks_blocked()
+    async with closing(runtime) as closed:
         assert runtime.closed
         assert not closed.is_set(), "close() settled while two leases were held"
         with pytest.raises(RuntimeClosed):

@@ -26,6 +26,7 @@ from mycelium import ExecutionOptions, InvocationContext, Module, Runtime, opera
 from mycelium.failures import Cancelled, DeadlineExceeded, SandboxBusy
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.signals import AbortController
+from probes import closing
 
 TIMEOUT_MS = 500
 GRACE_MS = 100
@@ -111,15 +112,7 @@ async def test_a_sync_operation_past_the_deadline_is_unacknowledged_and_holds_it
             assert isinstance(busy.failure, SandboxBusy)
             assert busy.failure.capacity == runtime.admission.capacity == 1
 
-        closed = anyio.Event()
-
-        async def close() -> None:
-            await runtime.close()
-            closed.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(close)
-            await anyio.wait_all_tasks_blocked()
+        async with closing(runtime) as closed:
             # close() is waiting for the run, not closing the sandbox under a running thread.
             assert runtime.closed
             assert not closed.is_set()

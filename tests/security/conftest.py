@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,6 +224,31 @@ def assert_nothing_leaks(result: ToolResult, secrets: tuple[str, ...], code: str
             if marker in code:
                 continue
             assert marker not in text, f"host detail {marker!r} reached result.{where}: {text[:300]!r}"
+
+
+@asynccontextmanager
+async def loop_gaps(tick_s: float = 0.005) -> AsyncIterator[list[float]]:
+    """The gaps between the ticks of a task on the host's event loop while the block runs.
+
+    A guest must never hold the loop: the largest gap is how long something did.
+    """
+    gaps: list[float] = []
+    done = anyio.Event()
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while not done.is_set():
+            await anyio.sleep(tick_s)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        try:
+            yield gaps
+        finally:
+            done.set()
 
 
 def child_pids() -> set[int]:

@@ -13,10 +13,8 @@ from __future__ import annotations
 import gc
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 
-import anyio
 import pytest
 
 from mycelium import Module, Runtime, operation
@@ -26,7 +24,7 @@ from mycelium.graph import build_graph
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.values import JsonValue
 
-from .conftest import QUICK_BOUND_S, Host
+from .conftest import QUICK_BOUND_S, Host, loop_gaps
 
 # --- Over-long arguments are refused, naming the limit ---------------------------------------
 
@@ -95,7 +93,7 @@ async def test_gathered_huge_queries_neither_stall_the_host_loop_nor_outlive_a_q
         "        return 'refused'\n"
         "return await asyncio.gather(*[one() for _ in range(10)])"
     )
-    async with _loop_gaps() as gaps:
+    async with loop_gaps() as gaps:
         outcome = await host.run(program)
     assert outcome.result.value == ["refused"] * 10, outcome.result.text
     assert outcome.elapsed < QUICK_BOUND_S
@@ -205,32 +203,10 @@ async def test_discovery_calls_in_the_real_sandbox_over_10000_operations_do_not_
     )
     async with Runtime(modules=big_modules, sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
         await lease.execute_tool.run("return 1")  # a warm worker and catalog: measure discovery, not start-up
-        async with _loop_gaps() as gaps:
+        async with loop_gaps() as gaps:
             result = await lease.execute_tool.run(program)
     assert result.value == 20, result.text
     assert max(gaps) < 0.25, f"the host's event loop stalled for {max(gaps):.3f} s"
-
-
-@asynccontextmanager
-async def _loop_gaps() -> AsyncIterator[list[float]]:
-    """The gaps between the ticks of a task on the host's event loop while the block runs."""
-    gaps: list[float] = []
-    done = anyio.Event()
-
-    async def tick() -> None:
-        last = time.monotonic()
-        while not done.is_set():
-            await anyio.sleep(0.005)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(tick)
-        try:
-            yield gaps
-        finally:
-            done.set()
 
 
 # --- Nothing a guest sends is kept -------------------------------------------------------------

@@ -7,7 +7,6 @@ import gc
 import os
 import signal
 import warnings
-from collections.abc import Awaitable
 from types import SimpleNamespace
 
 import anyio
@@ -18,7 +17,7 @@ from mycelium.failures import GuestException, SyntaxFailure, TransportLost
 from mycelium.sandbox import monty
 from mycelium.sandbox.monty import MontySandbox
 
-from .conftest import QUICK_BOUND_S, Host, child_pids
+from .conftest import QUICK_BOUND_S, Host, child_pids, loop_gaps
 
 # Each hides a call the type checker would refuse (a wrong argument type) behind a character
 # that str.splitlines() treats as a line break inside a string literal.
@@ -151,34 +150,11 @@ async def test_a_syntax_error_raised_by_exec_after_a_write_is_an_exception_not_n
 
 async def test_thousands_of_pending_calls_stopped_at_the_deadline_do_not_stall_the_host(host: Host) -> None:
     runtime = host.open(max_operation_calls=5_000, timeout_ms=2_000)
-    stalls = await _loop_stalls_while(
-        host.run("try:\n    while True:\n        notes.hang()\nexcept RuntimeError:\n    await notes.hang()", runtime)
-    )
+    async with loop_gaps(0.001) as gaps:
+        await host.run("try:\n    while True:\n        notes.hang()\nexcept RuntimeError:\n    pass", runtime)
     assert host.state.hang_started >= 1_000
     assert host.state.hang_running == 0
-    assert max(stalls) < 0.2, f"the loop stalled {max(stalls) * 1000:.0f} ms"
-
-
-async def _loop_stalls_while(work: Awaitable[object]) -> list[float]:
-    """Gaps between the ticks of a 1 ms ticker while ``work`` runs."""
-    gaps: list[float] = [0.0]
-    done = anyio.Event()
-
-    async def tick() -> None:
-        last = anyio.current_time()
-        while not done.is_set():
-            await anyio.sleep(0.001)
-            now = anyio.current_time()
-            gaps.append(now - last)
-            last = now
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(tick)
-        try:
-            await work
-        finally:
-            done.set()
-    return gaps
+    assert max(gaps) < 0.2, f"the loop stalled {max(gaps) * 1000:.0f} ms"
 
 
 async def test_a_construct_the_sandbox_does_not_support_is_named_as_such(host: Host) -> None:
