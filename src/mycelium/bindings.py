@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -168,6 +169,8 @@ class Execution:
         self._max_input = max_input_bytes
         self._max_inflight = max_inflight_input_bytes
         self._inflight = 0
+        # A sandbox may place calls from a thread of its own (Monty does) while calls settle on the loop.
+        self._inflight_lock = threading.Lock()
         self.bindings: Mapping[str, Mapping[str, BindingCallback]] = _GraphBindings(self)
 
     def call(self, target: InstalledOperation, raw: JsonValue) -> Awaitable[JsonValue]:
@@ -201,16 +204,18 @@ class Execution:
             ) from None
         except NotJson as exc:
             raise InvalidInput(target.path, [str(exc)]) from None
-        if self._max_inflight is not None and self._inflight + size > self._max_inflight:
-            raise InvalidInput(
-                target.path,
-                [
-                    f"calls still running already carry {self._inflight} bytes of input; all calls together "
-                    f"may carry at most {self._max_inflight}: await some before starting more"
-                ],
-            )
-        self._inflight += size
-        return size
+        with self._inflight_lock:
+            carried = self._inflight
+            if self._max_inflight is None or carried + size <= self._max_inflight:
+                self._inflight += size
+                return size
+        raise InvalidInput(
+            target.path,
+            [
+                f"calls still running already carry {carried} bytes of input; all calls together "
+                f"may carry at most {self._max_inflight}: await some before starting more"
+            ],
+        )
 
     async def _guest_form(
         self, target: InstalledOperation, raw: JsonValue, context: InvocationContext, size: int
@@ -223,7 +228,8 @@ class Execution:
         try:
             outcome = await self._invoker.invoke(target, raw, context)
         finally:
-            self._inflight -= size
+            with self._inflight_lock:
+                self._inflight -= size
         if isinstance(outcome, AccessRefusal):
             return outcome.to_json()  # type: ignore[return-value]  # to_json builds only JSON values
         return outcome

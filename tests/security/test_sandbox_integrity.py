@@ -188,3 +188,10 @@ async def test_a_program_ending_in_a_statement_is_told_how_to_return_a_value(
     outcome = await host.run(code)
     assert not outcome.result.is_error, outcome.result.text
     assert any("return <value>" in line for line in outcome.result.logs) is hinted
+
+
+async def test_a_call_stopped_because_the_program_failed_is_named_in_the_output(host: Host) -> None:
+    outcome = await host.run("notes.hang()\nawait notes.search(query='x')\nraise ValueError('boom')")
+    assert isinstance(outcome.result.failure, GuestException), outcome.result.text
+    assert any("notes.hang" in line and "stopped" in line for line in outcome.result.logs), outcome.result.logs
+    assert host.state.hang_running == 0

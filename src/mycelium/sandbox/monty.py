@@ -271,7 +271,7 @@ class MontySandbox:
                 except SandboxError as exc:  # the value is not one to return: calls left running stop
                     failure = exc
                 finally:
-                    await run.stop_unsettled()
+                    await run.stop_unsettled(printed)
         finally:
             _RUN.reset(current)
             slot.run = None  # Monty may keep copies of the context a while: they must not keep the run
@@ -706,11 +706,17 @@ class _GuestRun:
                 f"{'it' if len(left) == 1 else 'them'} to finish, but the result was not used"
             )
 
-    async def stop_unsettled(self) -> None:
-        """Stop every call still running once the run is over (it failed or was stopped);
-        a call placed after this is refused."""
+    async def stop_unsettled(self, printed: _PrintBuffer) -> None:
+        """Stop every call still running once the run is over (it failed or was stopped), and say
+        which in the output; a call placed after this is refused."""
         with self._placing:
             self._closed = True
+        running = [call for call in self.calls if not call.settled and call.task is not None]
+        if running:
+            printed.note(
+                f"{_paths(running)}: still running when the run ended, and stopped; "
+                "it may or may not have taken effect"
+            )
         # In batches, with a trip round the loop between them: thousands of calls cancelled at
         # once would all unwind in one loop turn and stall the host.
         for start in range(0, len(self.calls), _CANCEL_BATCH):
