@@ -40,8 +40,34 @@ async def test_a_type_checked_program_with_line_separators_in_strings_is_still_c
     assert host.state.records == [], "a program that failed its check ran"
 
 
+# Each would run code the checker did not see (it re-indented the program, or it takes a branch
+# for one it cannot take): the program is checked as it runs, or refused.
+HIDDEN_FROM_THE_CHECKER = {
+    "form-feed-before-a-def": "await notes.record(data='RAN')\n\x0casync def g():\n\x0c    return 1\n"
+    "await notes.record(data='UNCHECKED')\nawait notes.search(query=1)",
+    "multi-line-string": "s = \"\"\"\nx\"\"\"\nif s == \"\\nx\":\n    await notes.record(data='UNCHECKED')\n"
+    "    await notes.search(query=1)",
+    "type-checking-branch": "import typing\nif not typing.TYPE_CHECKING:\n    await notes.record(data='UNCHECKED')\n"
+    "    await notes.search(query=1)",
+    "platform-branch": "import sys\nif sys.platform != 'linux':\n    await notes.record(data='UNCHECKED')\n"
+    "    await notes.search(query=1)",
+}
+
+
+@pytest.mark.parametrize("code", HIDDEN_FROM_THE_CHECKER.values(), ids=HIDDEN_FROM_THE_CHECKER.keys())
+async def test_no_code_the_type_checker_did_not_see_runs(host: Host, code: str) -> None:
+    outcome = await host.run(code, host.open(type_check=True))
+    assert isinstance(outcome.result.failure, SyntaxFailure), outcome.result.text
+    assert "UNCHECKED" not in host.state.records
+
+
+async def test_a_form_feed_in_indentation_means_what_it_means_when_the_program_runs(host: Host) -> None:
+    outcome = await host.run("x = 1\n\x0cawait notes.record(data=x)\nreturn x", host.open(type_check=True))
+    assert outcome.result.value == 1, outcome.result.text
+    assert host.state.records == [1]
+
+
 UNCHECKABLE = {
-    "form-feed-indent": "x = 1\n\x0cawait notes.record(data=x)",
     "unclosed": "await notes.record(data=(1",
     "type-ignore": "await notes.record(data=1)\nawait notes.search(query=1)  # type: ignore",
     "ty-ignore-code": "await notes.record(data=1)\nawait notes.search(query=1)  # ty: ignore[invalid-argument-type]",
@@ -148,13 +174,35 @@ async def test_a_syntax_error_raised_by_exec_after_a_write_is_an_exception_not_n
     assert host.state.records == ["ran"]
 
 
-async def test_thousands_of_pending_calls_stopped_at_the_deadline_do_not_stall_the_host(host: Host) -> None:
+async def test_calls_in_flight_are_capped_and_stopping_them_at_the_deadline_does_not_stall_the_host(
+    host: Host,
+) -> None:
     runtime = host.open(max_operation_calls=5_000, timeout_ms=2_000)
     async with loop_gaps(0.001) as gaps:
-        await host.run("try:\n    while True:\n        notes.hang()\nexcept RuntimeError:\n    pass", runtime)
-    assert host.state.hang_started >= 1_000
+        outcome = await host.run(
+            "try:\n    while True:\n        notes.hang()\nexcept RuntimeError as e:\n    print(e)", runtime
+        )
+    assert outcome.code == "deadline-exceeded", outcome.result.text
+    assert "1000 operation calls still running" in outcome.result.logs[0]
+    assert host.state.hang_started == host.state.hang_cancelled <= 1_000
     assert host.state.hang_running == 0
     assert max(gaps) < 0.2, f"the loop stalled {max(gaps) * 1000:.0f} ms"
+
+
+async def test_a_call_beyond_the_calls_in_flight_raises_until_some_settle(host: Host) -> None:
+    runtime = host.open(max_calls_in_flight=3)
+    outcome = await host.run(
+        "import asyncio\ncalls = []\ntry:\n    for _ in range(5):\n        calls.append(notes.hold(text='x'))\n"
+        "except RuntimeError as e:\n    refused = str(e)\n"
+        "done = await asyncio.gather(*calls)\nafter = await notes.search(query='again')\n"
+        "return [len(calls), refused, after]",
+        runtime,
+    )
+    assert outcome.result.value == [
+        3,
+        "this run has 3 operation calls still running; await some before starting more",
+        ["note about again"],
+    ], outcome.result.text
 
 
 async def test_a_construct_the_sandbox_does_not_support_is_named_as_such(host: Host) -> None:

@@ -98,6 +98,9 @@ class MontySandbox:
     - ``max_recursion_depth``: guest call depth (200). Monty also stops converting a value
       this deep, so it must be more than :data:`~mycelium.values.MAX_JSON_DEPTH`.
     - ``max_operation_calls``: operation calls per run (10,000); one more raises in the guest.
+    - ``max_calls_in_flight``: calls of one run not yet settled (1,000); one more raises in the
+      guest until some settle. Each pending call holds host objects, and thousands of them
+      make the host's garbage collections long enough to stall its event loop.
     - ``max_print_bytes``: captured ``print`` output per run (64 KiB); the rest is dropped
       and the logs say so.
     - ``max_sleep_ms`` / ``max_total_sleep_ms``: each sleep is cut to the first; their sum is
@@ -125,6 +128,7 @@ class MontySandbox:
         memory_limit_bytes: int = 256 * MIB,
         max_recursion_depth: int = 200,
         max_operation_calls: int = 10_000,
+        max_calls_in_flight: int = 1_000,
         max_print_bytes: int = 64 * KIB,
         max_sleep_ms: int = 10_000,
         max_total_sleep_ms: int = 30_000,
@@ -139,6 +143,7 @@ class MontySandbox:
             ("memory_limit_bytes", memory_limit_bytes),
             ("max_recursion_depth", max_recursion_depth),
             ("max_operation_calls", max_operation_calls),
+            ("max_calls_in_flight", max_calls_in_flight),
             ("max_print_bytes", max_print_bytes),
             ("max_sleep_ms", max_sleep_ms),
             ("max_total_sleep_ms", max_total_sleep_ms),
@@ -167,6 +172,7 @@ class MontySandbox:
         self._memory_limit = memory_limit_bytes
         self._recursion = max_recursion_depth
         self._max_calls = max_operation_calls
+        self._max_in_flight = max_calls_in_flight
         self._max_print = max_print_bytes
         self._sleep_max = max_sleep_ms / 1000
         self._total_sleep = max_total_sleep_ms / 1000
@@ -221,7 +227,7 @@ class MontySandbox:
         # Without stubs nothing can be checked (every operation would look unknown).
         type_check = self._type_check and bool(request.stubs)
         guest = self._guest_modules(request, type_check)
-        run = _GuestRun(request, self._max_calls)
+        run = _GuestRun(request, self._max_calls, self._max_in_flight)
         printed = _PrintBuffer(self._max_print)
         limits: pydantic_monty.ResourceLimits = {
             "max_feed_duration_secs": request.timeout_ms / 1000 + _FEED_LIMIT_SLACK_SECS,
@@ -302,26 +308,29 @@ class MontySandbox:
     async def _check_types(self, session: Any, guest: _GuestModules, code: str, signal: AbortSignal) -> None:
         """Type-check the program against the operations' stubs; raise ``SandboxError`` if it fails.
 
-        The program is checked as the body of an async function that is never called, so a
-        top-level ``return`` is legal and nothing of it runs. A program that cannot be
-        checked (it does not parse in that form) fails as ``syntax`` and does not run either,
-        and so does one that opts out of the check: a ``# type: ignore`` comment, or code run
-        through ``eval``/``exec``, which no checker sees.
+        The program is checked exactly as it will run, after one line importing every
+        namespace, and nothing of it runs. A top-level ``return`` (which the checker calls
+        a syntax error outside a function) is the one diagnostic let through. A program
+        that opts out of the check fails as ``syntax`` and does not run: ``# type: ignore``,
+        code run through ``eval``/``exec``/``compile``, or branches the checker decides
+        cannot run (``TYPE_CHECKING``, ``sys.platform``, which it assumes differently).
         """
         unchecked = _UNCHECKABLE.search(code)
         if unchecked is not None:
             line = code.count("\n", 0, unchecked.start()) + 1
-            what = "eval() and exec()" if unchecked.group("dynamic") else "`# type: ignore` comments"
-            message = f"{what} are not allowed in a type-checked program: nothing could check what they hide"
+            what = next(text for group, text in _UNCHECKABLE_WHAT.items() if unchecked.group(group))
+            message = f"{what} cannot be used in a type-checked program: the checker could not see what it hides"
             raise SandboxError(SyntaxFailure(message=message, line=line, type_check=True))
         try:
             await _until_stopped(session.feed_run(guest.checked_program(code)), signal)
         except MontySyntaxError as exc:
             frames = exc.traceback()
-            row, column = (frames[0].line, frames[0].column) if frames else (0, 0)
-            raise SandboxError(_checked_syntax_failure(str(exc.exception()), row, column)) from None
+            at = _guest_line(frames[0].line) if frames else None
+            raise SandboxError(SyntaxFailure(message=_clip(str(exc.exception())), line=at)) from None
         except MontyTypingError as exc:
-            raise SandboxError(_type_failure(exc.display())) from None
+            failure = _type_failure(exc.display())
+            if failure is not None:
+                raise SandboxError(failure) from None
 
     def _mount(self, session_id: str | None) -> MountDir | None:
         if self._workspace is None:
@@ -509,11 +518,12 @@ class _Call:
     awaits it exactly once, and a call never started is closed, never left unawaited.
     """
 
-    __slots__ = ("_waiter", "coroutine", "failure", "path", "pending", "settled", "task")
+    __slots__ = ("_unsettled", "_waiter", "coroutine", "failure", "path", "pending", "settled", "task")
 
-    def __init__(self, path: str, pending: Awaitable[JsonValue]) -> None:
+    def __init__(self, path: str, pending: Awaitable[JsonValue], unsettled: _Unsettled) -> None:
         self.path = path
         self.pending = pending
+        self._unsettled = unsettled
         self.task: asyncio.Task[Any] | None = None
         self.settled = False
         self._waiter: anyio.Event | None = None  # made only for a call the run left behind
@@ -533,6 +543,8 @@ class _Call:
             self._settle()
 
     def _settle(self) -> None:
+        if not self.settled:
+            self._unsettled.leave()
         self.settled = True
         if self._waiter is not None:
             self._waiter.set()
@@ -554,8 +566,7 @@ class _Call:
             return
         if self.task is None:
             self.coroutine.close()  # never started: close what it wraps too, so nothing is left unawaited
-            if inspect.iscoroutine(self.pending):
-                self.pending.close()
+            _close(self.pending)
             self._settle()
             return
         self.task.cancel()
@@ -571,6 +582,30 @@ class _Call:
             await self._waiter.wait()
 
 
+class _Unsettled:
+    """How many of a run's calls have not settled. Calls are placed on Monty's thread and settle
+    on the event loop, so the count is kept under a lock."""
+
+    __slots__ = ("_count", "_limit", "_lock")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> bool:
+        """Count one more, unless the limit is reached."""
+        with self._lock:
+            if self._count >= self._limit:
+                return False
+            self._count += 1
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self._count -= 1
+
+
 class _RunSlot:
     """Where a run's callbacks find it; emptied when the run ends."""
 
@@ -578,6 +613,12 @@ class _RunSlot:
 
     def __init__(self, run: _GuestRun) -> None:
         self.run: _GuestRun | None = run
+
+
+def _close(pending: Awaitable[JsonValue]) -> None:
+    """Close a call's awaitable that will never be awaited (no "never awaited" warning)."""
+    if inspect.iscoroutine(pending):
+        pending.close()
 
 
 _RUN: ContextVar[_RunSlot] = ContextVar("mycelium_monty_run")
@@ -617,15 +658,11 @@ class _GuestModules:
         return (f"import {', '.join(named)}" if named else "") + "\n" + code
 
     def checked_program(self, code: str) -> str:
-        """The code as the type checker sees it: every namespace imported, then the program as
-        the body of an async function (so guest line N is line N + 2, indented by 4).
-
-        Lines are split where Python's tokenizer splits them, and nowhere else: a line
-        separator inside a string literal is part of the string.
-        """
+        """The code as the type checker sees it: one line importing every namespace, then the
+        program unchanged, so guest line N is line N + 1, as when it runs. (Re-indenting it
+        into a function would change multi-line strings and what a form feed means.)"""
         imports = ", ".join(["forage", *(path for name in self.namespaces for path in (name, f"env.{name}"))])
-        body = "".join(f"    {line}\n" for line in _SOURCE_LINES.split(code))
-        return f"import {imports}\nasync def {_CHECKED_FUNCTION}():\n{body}    pass\n"
+        return f"import {imports}\n{code}"
 
     def _module(self, node: NamespaceTree | Leaf, path: str) -> ExternalModule:
         if not isinstance(node, dict):
@@ -658,9 +695,11 @@ def _place(leaf: Leaf, *args: object, **kwargs: object) -> Awaitable[JsonValue]:
 class _GuestRun:
     """The host side of one run: every call it places, and what it may send and return."""
 
-    def __init__(self, request: SandboxRequest, max_calls: int) -> None:
+    def __init__(self, request: SandboxRequest, max_calls: int, max_in_flight: int) -> None:
         self._bindings = request.bindings
         self._max_calls = max_calls
+        self._unsettled = _Unsettled(max_in_flight)
+        self._max_in_flight = max_in_flight
         self._max_input = request.max_input_bytes
         self._timeout_ms = request.timeout_ms
         self.calls: list[_Call] = []
@@ -676,14 +715,21 @@ class _GuestRun:
         if self.worker is not None:
             self.worker.seen()
         callback = self._bindings[leaf.transport][leaf.relative]
+        if not self._unsettled.enter():
+            raise RuntimeError(
+                f"this run has {self._max_in_flight} operation calls still running; await some before starting more"
+            )
         try:
             value = guest_input(
                 leaf.path, args, kwargs, positional_name(callback), max_bytes=self._max_input, strings=_conversion
             )
             pending = callback(value)
-        except InvalidInput as exc:  # refused before it was placed (not JSON, too large, ...)
-            raise ValueError(str(exc)) from None
-        tracked = _Call(leaf.path, pending)
+        except BaseException as exc:
+            self._unsettled.leave()  # refused before it was placed (not JSON, too large, ...)
+            if isinstance(exc, InvalidInput):
+                raise ValueError(str(exc)) from None
+            raise
+        tracked = _Call(leaf.path, pending, self._unsettled)
         with self._placing:
             if self._closed:  # the run ended while this call was on its way: it never starts
                 tracked.cancel()
@@ -813,7 +859,11 @@ _CONVERSIONS = (
     (re.compile(r"<gather\(\d+\)>"), f"{_UNAWAITED_REASON}: write `await` before asyncio.gather(...)"),
     (re.compile(r"<coroutine object [^<>\n]*>"), "is a coroutine never awaited: write `await` before the call"),
     (re.compile(r"<deeply nested>"), f"is nested deeper than {MAX_JSON_DEPTH} levels"),
-    (re.compile(r"<function '[^'\n]*' at 0x[0-9a-f]+>"), "is a function, not a JSON value"),
+    (
+        re.compile(r"<function ('[^'\n]*'|[\w.<>]+) at 0x[0-9a-f]+>|<bound method[^<>\n]*>"),
+        "is a function, not a JSON value",
+    ),
+    (re.compile(r"<re\.Match object; [^\n]*>|<std(in|out|err)>"), "is an object, not a JSON value"),
     (re.compile(r"<[a-z_]+ object>"), "is an iterator, not a JSON value: make a list of it with list(...)"),
     (re.compile(r"(range|slice)\(-?\d+(, (-?\d+|None))*\)"), "is a range or slice, not a JSON value: use list(...)"),
     (re.compile(r"dict_(keys|values|items)\(\[.*\]\)", re.DOTALL), "is a dict view, not a JSON value: use list(...)"),
@@ -833,30 +883,23 @@ def _conversion(text: str) -> str | None:
 
 # What would let code past the type checker unseen. Matched in the whole text, strings too:
 # refusing a string that happens to read "type: ignore" is the price of a check that cannot be fooled.
-_UNCHECKABLE = re.compile(r"\b(?:type|ty)\s*:\s*ignore\b|\b(?P<dynamic>eval|exec|compile)\b")
-_CHECKED_FUNCTION = "__mycelium_program__"
-_CHECKED_LINES_BEFORE = 2  # the imports and the `async def` line
-_CHECKED_INDENT = 4
-# Where Python's tokenizer ends a line (unlike str.splitlines, which also splits at
-# U+2028, U+0085, form feeds and others that can sit inside a string literal).
-_SOURCE_LINES = re.compile(r"\r\n|\r|\n")
+_UNCHECKABLE = re.compile(
+    r"(?P<ignore>\b(?:type|ty)\s*:\s*ignore\b)"
+    r"|(?P<dynamic>\b(?:eval|exec|compile)\b)"
+    r"|(?P<assumed>\bTYPE_CHECKING\b|\bsys\s*\.\s*platform\b|\bfrom\s+sys\s+import\b)"
+)
+_UNCHECKABLE_WHAT = {
+    "ignore": "A `# type: ignore` comment",
+    "dynamic": "eval(), exec() or compile()",
+    "assumed": "TYPE_CHECKING or sys.platform",
+}
+# The checker's word for a top-level `return`, which the runtime allows.
+_TOP_LEVEL_RETURN = "`return` statement outside of a function"
 
 
-def _checked_syntax_failure(message: str, row: int, column: int) -> SyntaxFailure:
-    """A syntax error in the checked form of the program, at the guest's own line and column."""
-    if row <= _CHECKED_LINES_BEFORE:
-        return SyntaxFailure(message=_clip(message))
-    return SyntaxFailure(
-        message=_clip(message), line=row - _CHECKED_LINES_BEFORE, column=max(1, column - _CHECKED_INDENT)
-    )
-
-
-def _type_failure(diagnostics: str) -> SyntaxFailure:
-    """The first type-check diagnostic in the guest's own code, at its own line and column.
-
-    A syntax error is reported as one (not as a type error); a program that cannot be
-    checked never runs.
-    """
+def _type_failure(diagnostics: str) -> SyntaxFailure | None:
+    """The first type-check diagnostic in the guest's own code, at its own line and column;
+    ``None`` when the only ones are top-level returns. A syntax error is reported as one."""
     try:
         found = [
             (str(item["code"]), str(item["message"]), int(item["location"]["row"]), int(item["location"]["column"]))
@@ -864,19 +907,18 @@ def _type_failure(diagnostics: str) -> SyntaxFailure:
         ]
     except (ValueError, TypeError, KeyError):
         return SyntaxFailure(message="the program failed its type check", type_check=True)
+    found = [item for item in found if not (item[0] == "invalid-syntax" and item[1] == _TOP_LEVEL_RETURN)]
+    if not found:
+        return None
     syntax = [item for item in found if item[0] == "invalid-syntax"]
     if syntax:
         _, message, row, column = syntax[0]
-        return _checked_syntax_failure(message, row, column)
-    in_program = [item for item in found if item[2] > _CHECKED_LINES_BEFORE] or found
-    if not in_program:
-        return SyntaxFailure(message="the program failed its type check", type_check=True)
-    code, message, row, column = in_program[0]
+        return SyntaxFailure(message=_clip(message), line=_guest_line(row), column=column)
+    code, message, row, column = found[0]
     text = f"{message} [{code}]" + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
-    if row <= _CHECKED_LINES_BEFORE:
+    if row <= 1:  # in the import line: nothing the guest wrote
         return SyntaxFailure(message=_clip(text), type_check=True)
-    line, column = row - _CHECKED_LINES_BEFORE, max(1, column - _CHECKED_INDENT)
-    return SyntaxFailure(message=_clip(text), line=line, column=column, type_check=True)
+    return SyntaxFailure(message=_clip(text), line=_guest_line(row), column=column, type_check=True)
 
 
 def _guest_line(line: int) -> int:
