@@ -51,6 +51,7 @@ from pydantic_monty import (
     MountDir,
 )
 
+from ..bindings import BindingCallback
 from ..errors import InvalidInput, OperationFailed
 from ..failures import (
     DeadlineExceeded,
@@ -697,6 +698,7 @@ class _GuestRun:
 
     def __init__(self, request: SandboxRequest, max_calls: int, max_in_flight: int) -> None:
         self._bindings = request.bindings
+        self._callbacks: dict[Leaf, BindingCallback] = {}
         self._max_calls = max_calls
         self._unsettled = _Unsettled(max_in_flight)
         self._max_in_flight = max_in_flight
@@ -714,7 +716,9 @@ class _GuestRun:
             raise RuntimeError(f"this run made more than {self._max_calls} operation calls")
         if self.worker is not None:
             self.worker.seen()
-        callback = self._bindings[leaf.transport][leaf.relative]
+        callback = self._callbacks.get(leaf)
+        if callback is None:
+            callback = self._callbacks[leaf] = self._bindings[leaf.transport][leaf.relative]
         if not self._unsettled.enter():
             raise RuntimeError(
                 f"this run has {self._max_in_flight} operation calls still running; await some before starting more"
