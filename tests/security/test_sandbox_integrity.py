@@ -243,3 +243,12 @@ async def test_a_call_stopped_because_the_program_failed_is_named_in_the_output(
     assert isinstance(outcome.result.failure, GuestException), outcome.result.text
     assert any("notes.hang" in line and "stopped" in line for line in outcome.result.logs), outcome.result.logs
     assert host.state.hang_running == 0
+
+
+async def test_a_worker_monty_ends_for_its_memory_limit_is_a_memory_error_not_a_lost_transport() -> None:
+    # Monty ends the worker itself and reports the error: the worker watch must not beat it to it.
+    async with Runtime(modules=[], sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
+        for _ in range(3):
+            result = await lease.execute_tool.run("return list(range(5_000_000))")
+            assert isinstance(result.failure, GuestException), result.text
+            assert result.failure.type_name == "MemoryError"

@@ -359,6 +359,7 @@ class _Worker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scope: anyio.CancelScope | None = None
         self._stop_watching: Callable[[], None] | None = None
+        self._grace: asyncio.TimerHandle | None = None
         self.lost = False
 
     def watch(self, scope: anyio.CancelScope) -> None:
@@ -382,14 +383,23 @@ class _Worker:
             self._loop.call_later(_WORKER_LOOKUP_SECS, self._start)
 
     def _exited(self) -> None:
-        self.lost = True
+        # Monty ends a worker itself for some limits (memory) and then reports the run's own
+        # error: give it a moment to, and stop the feed only if it does not.
+        if self._loop is not None:
+            self._grace = self._loop.call_later(_WORKER_EXIT_GRACE_SECS, self._lost)
+
+    def _lost(self) -> None:
         if self._scope is not None:
+            self.lost = True
             self._scope.cancel()
 
     def unwatch(self) -> None:
         if self._stop_watching is not None:
             self._stop_watching()
+        if self._grace is not None:
+            self._grace.cancel()
         self._stop_watching = None
+        self._grace = None
         self._scope = None
 
 
@@ -625,6 +635,7 @@ def _close(pending: Awaitable[JsonValue]) -> None:
 _RUN: ContextVar[_RunSlot] = ContextVar("mycelium_monty_run")
 _KEPT_REVISIONS = 32
 _WORKER_LOOKUP_SECS = 0.005
+_WORKER_EXIT_GRACE_SECS = 0.05
 _CANCEL_BATCH = 100
 
 
