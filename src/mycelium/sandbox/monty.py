@@ -11,7 +11,7 @@ total are enforced by Monty; the run's wall-clock budget is enforced by the runt
 (Monty's own clock does not count time spent in host calls or sleeping), which aborts
 the signal. An abort cancels the feed, which kills that worker at once; the pool
 replaces it. The worker is watched while a program runs, so one that dies ends the run
-at once.
+within about 50 ms.
 
 What crosses is exactly JSON, checked as it crosses and bounded by the request's limits
 (see ``_CONVERSIONS`` for the texts Monty hands over in place of values it cannot
