@@ -26,6 +26,7 @@ import anyio
 import pytest
 
 from mycelium import ExecutionOptions, InvocationContext, Module, Runtime, Session, ToolResult
+from mycelium.failures import GuestException
 from mycelium.sandbox.boundary import MAX_FAILURE_MESSAGE_CHARS
 from mycelium.sandbox.monty import MontySandbox
 
@@ -224,6 +225,16 @@ def assert_nothing_leaks(result: ToolResult, secrets: tuple[str, ...], code: str
             if marker in code:
                 continue
             assert marker not in text, f"host detail {marker!r} reached result.{where}: {text[:300]!r}"
+
+
+def assert_guest_exception(outcome: Outcome, type_name: str | None = None) -> GuestException:
+    """The run failed quickly with an exception the program raised (of ``type_name`` if given)."""
+    failure = outcome.result.failure
+    assert isinstance(failure, GuestException), outcome.result.text
+    if type_name is not None:
+        assert failure.type_name == type_name, failure
+    assert outcome.elapsed < QUICK_BOUND_S
+    return failure
 
 
 @asynccontextmanager

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mycelium.failures import CapabilityFailed, DeadlineExceeded, GuestException, ResultTooLarge, SyntaxFailure
+from mycelium.failures import CapabilityFailed, DeadlineExceeded, ResultTooLarge, SyntaxFailure
 
 from .conftest import (
     GUEST_MEMORY_LIMIT,
@@ -30,6 +30,7 @@ from .conftest import (
     TIMEOUT_MS,
     Host,
     Outcome,
+    assert_guest_exception,
     child_pids,
     loop_gaps,
 )
@@ -61,15 +62,6 @@ def assert_stopped_at_deadline(outcome: Outcome) -> None:
     assert failure.acknowledged is True, "the worker should be killed within the grace"
     assert "did not finish" in outcome.result.text
     assert TIMEOUT_MS / 1000 * 0.9 <= outcome.elapsed < STOP_BOUND_S
-
-
-def assert_guest_exception(outcome: Outcome, type_name: str | None = None) -> GuestException:
-    failure = outcome.result.failure
-    assert isinstance(failure, GuestException), outcome.result.text
-    if type_name is not None:
-        assert failure.type_name == type_name, failure
-    assert outcome.elapsed < QUICK_BOUND_S
-    return failure
 
 
 def assert_dropped_output_is_reported(logs: tuple[str, ...]) -> None:

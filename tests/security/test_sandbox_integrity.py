@@ -17,7 +17,7 @@ from mycelium.failures import GuestException, SyntaxFailure, TransportLost
 from mycelium.sandbox import monty
 from mycelium.sandbox.monty import MontySandbox
 
-from .conftest import QUICK_BOUND_S, Host, child_pids, loop_gaps
+from .conftest import QUICK_BOUND_S, Host, assert_guest_exception, child_pids, loop_gaps
 
 # Each hides a call the type checker would refuse (a wrong argument type) behind a character
 # that str.splitlines() treats as a line break inside a string literal.
@@ -167,9 +167,7 @@ async def test_runs_of_one_revision_share_their_guest_namespaces_and_leave_no_ru
 
 async def test_a_syntax_error_raised_by_exec_after_a_write_is_an_exception_not_nothing_ran(host: Host) -> None:
     outcome = await host.run("await notes.record(data='ran')\nexec('x = (')")
-    failure = outcome.result.failure
-    assert isinstance(failure, GuestException), outcome.result.text
-    assert failure.type_name == "SyntaxError"
+    assert_guest_exception(outcome, "SyntaxError")
     assert "nothing ran" not in outcome.result.text
     assert host.state.records == ["ran"]
 
@@ -207,9 +205,7 @@ async def test_a_call_beyond_the_calls_in_flight_raises_until_some_settle(host: 
 
 async def test_a_construct_the_sandbox_does_not_support_is_named_as_such(host: Host) -> None:
     outcome = await host.run("raise ValueError(42)")
-    failure = outcome.result.failure
-    assert isinstance(failure, GuestException), outcome.result.text
-    assert failure.type_name == "NotImplementedError"
+    assert_guest_exception(outcome, "NotImplementedError")
     assert "Internal error" not in outcome.result.text
     assert "does not support" in outcome.result.text
 
