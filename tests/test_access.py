@@ -474,15 +474,29 @@ async def test_confirm_request_through_invoke_carries_the_callers_context() -> N
     assert request.module_name == NAME
 
 
-@pytest.mark.parametrize("answer", [1, "yes", [True], {"ok": True}, False, None, 0], ids=repr)
-async def test_only_strictly_true_approves_a_confirmation(answer: object) -> None:
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (1, "declined"),
+        ("yes", "declined"),
+        ([True], "declined"),
+        ({"ok": True}, "declined"),
+        (False, "declined"),
+        (0, "declined"),
+        (None, "unavailable"),
+    ],
+    ids=repr,
+)
+async def test_only_strictly_true_approves_a_confirmation_and_none_means_nobody_could_be_asked(
+    answer: object, reason: str
+) -> None:
     probe = Probe()
     module = notes_module({"op": probe.operation(access="read", confirm=True)})
     access = Access(confirm=probe.confirmer(answer), on_refused=probe.refused.append)
     async with Runtime(modules=[module], sandbox=rejecting_sandbox(), access=access) as runtime:
         outcome = await runtime.invoke(MID, "op", {"text": "hi"})
     assert isinstance(outcome, AccessRefusal)
-    assert outcome.reason == "confirmation-declined"
+    assert outcome.reason == f"confirmation-{reason}"
     assert len(probe.asked) == 1
     assert probe.decoded == []
     assert probe.ran == []

@@ -10,8 +10,12 @@ Hosts pass their decisions down as data in :class:`Access`:
 - ``session_grants``: read at **every call**; its keys override ``grants`` key by key, so a
   revoked grant applies to the very next call, even inside a running execute.
 - ``required``: keys that fail closed: when nothing names one, it is ``"none"``.
-- ``confirm``: how the host asks a person (sync or async; only ``True`` approves). Without
-  it, a ``confirm=True`` operation is refused, never run unasked.
+- ``explicit``: every key fails closed, as if all were required: a module the grants do
+  not name is refused (a served catalog's rule).
+- ``confirm``: how the host asks a person (sync or async; only ``True`` approves, ``None``
+  says nobody could be asked). Without it, a ``confirm=True`` operation is refused, never
+  run unasked. After a person approves, the grant is read again: one revoked while they
+  were deciding refuses the call.
 - ``on_refused``: observes each refusal; it never changes the decision.
 
 The grant is checked first, then the person, both before the input is decoded. A refused
@@ -121,7 +125,8 @@ class Access:
     grants: Mapping[str, Grant] = field(default_factory=dict)
     session_grants: SessionGrants | None = None
     required: Collection[str] = ()
-    confirm: Callable[[ConfirmRequest], bool | Awaitable[bool]] | None = None
+    explicit: bool = False
+    confirm: Callable[[ConfirmRequest], bool | Awaitable[bool | None] | None] | None = None
     on_refused: Observer[RefusedCall] | None = None
 
     def __post_init__(self) -> None:
@@ -132,6 +137,8 @@ class Access:
                 raise ValueError(f"Access.grants[{key!r}] must be 'write', 'read' or 'none', got {grant!r}")
         if isinstance(self.required, str) or not isinstance(self.required, Collection):
             raise ValueError("Access.required must be a collection of module ids")
+        if not isinstance(self.explicit, bool):
+            raise ValueError(f"Access.explicit must be True or False, got {self.explicit!r}")
         for name in ("session_grants", "confirm", "on_refused"):
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise ValueError(f"Access.{name} must be callable")
@@ -160,11 +167,10 @@ class AccessGate:
         An exception from ``session_grants`` or ``confirm`` propagates: it is a host failure.
         """
         op = target.operation
-        key = target.module.grant_key
-        grant = self._host_grant(key) if self._access.session_grants is None else await self._grant(key)
-        reason = _grant_refusal(grant, op.access)
+        reason = await self._grant_refusal(target)
         if reason is None and op.confirm:
-            reason = await self._ask(target, context, raw)
+            # The person's answer can take long: the grant is read again once they approve.
+            reason = await self._ask(target, context, raw) or await self._grant_refusal(target)
         if reason is None:
             return None
         refusal = AccessRefusal(
@@ -175,6 +181,11 @@ class AccessGate:
         )
         await notify(self._access.on_refused, RefusedCall(refusal, context), name="on_refused")
         return refusal
+
+    async def _grant_refusal(self, target: InstalledOperation) -> RefusalReason | None:
+        key = target.module.grant_key
+        grant = self._host_grant(key) if self._access.session_grants is None else await self._grant(key)
+        return _grant_refusal(grant, target.operation.access)
 
     async def _grant(self, key: str) -> Grant:
         access = self._access
@@ -192,7 +203,7 @@ class AccessGate:
         access = self._access
         if key in access.grants:
             return access.grants[key]
-        return "none" if key in access.required else "write"
+        return "none" if access.explicit or key in access.required else "write"
 
     async def _ask(self, target: InstalledOperation, context: InvocationContext, raw: object) -> RefusalReason | None:
         if self._access.confirm is None:
@@ -212,6 +223,8 @@ class AccessGate:
         approved = self._access.confirm(request)
         if inspect.isawaitable(approved):
             approved = await approved
+        if approved is None:
+            return "confirmation-unavailable"
         return None if approved is True else "confirmation-declined"
 
 

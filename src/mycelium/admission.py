@@ -1,6 +1,7 @@
 """Sandbox admission: how many runs may be in flight, and the runtime-wide tracker that enforces it.
 
-There is one :class:`SandboxSlots` per runtime (not per lease or revision). A run first
+There is one :class:`SandboxSlots` per runtime (not per lease or revision), or one set of
+slots per :class:`SharedSandbox` that many runtimes share. A run first
 registers as a waiter, then waits for a slot until the earlier of its admission-wait
 deadline and its own deadline; a waiter that expires or is cancelled is removed and
 never starts later. Once admitted, the run's backing work owns its slot until that work
@@ -10,6 +11,7 @@ has really settled, even when the run was reported as stopped before then.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,12 +20,15 @@ from typing import Literal
 import anyio
 
 from .options import MAX_ADMISSION_WAIT_MS, ExecutionOptions, check_int
+from .sandbox import Sandbox, SandboxRequest
 from .signals import AbortSignal
+from .values import JsonValue
 
 __all__ = [
     "AdmissionPolicy",
     "BackingWork",
     "SandboxSlots",
+    "SharedSandbox",
     "available_cores",
     "normalize_sandbox_admission_policy",
 ]
@@ -80,11 +85,15 @@ class BackingWork:
 
 
 class SandboxSlots:
-    """The runtime-wide admission tracker: bounded slots and the backing work that holds them."""
+    """The runtime-wide admission tracker: bounded slots and the backing work that holds them.
 
-    def __init__(self, capacity: int) -> None:
+    ``semaphore`` shares the slots themselves with other trackers (see :class:`SharedSandbox`):
+    each tracker still knows, and waits for, only the work it started.
+    """
+
+    def __init__(self, capacity: int, semaphore: anyio.Semaphore | None = None) -> None:
         self.capacity = capacity
-        self._semaphore = anyio.Semaphore(capacity)
+        self._semaphore = semaphore or anyio.Semaphore(capacity)
         # Strong references: the event loop keeps only weak ones to tasks.
         self._tasks: set[asyncio.Task[None]] = set()
         self._all_settled = anyio.Event()
@@ -92,7 +101,7 @@ class SandboxSlots:
 
     @property
     def in_flight(self) -> int:
-        """How many admitted runs have not settled yet."""
+        """How many admitted runs have not settled yet (of every tracker sharing the slots)."""
         return self.capacity - self._semaphore.value
 
     @property
@@ -153,3 +162,67 @@ class SandboxSlots:
         """Return once every started run has settled."""
         while self._tasks:
             await self._all_settled.wait()
+
+
+class SharedSandbox:
+    """One sandbox and one set of admission slots, shared by every runtime given it.
+
+    Capacity is a property of the process, not of a runtime: pass the same
+    ``SharedSandbox`` as ``Runtime(sandbox=...)`` to many runtimes (one per principal,
+    say) and they queue for the same ``capacity`` slots and run in the same worker pool.
+    A runtime does not close a shared sandbox; its owner calls :meth:`aclose` after the
+    runtimes are closed. ``capacity`` and ``admission_wait_ms`` resolve as
+    :class:`~mycelium.options.ExecutionOptions`' ``sandbox_capacity`` and
+    ``admission_wait_ms`` do; a runtime's own admission options are not used.
+    """
+
+    def __init__(self, sandbox: Sandbox, *, capacity: int | None = None, admission_wait_ms: int | None = None) -> None:
+        if not isinstance(sandbox, Sandbox) or isinstance(sandbox, SharedSandbox):
+            raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
+        self.sandbox = sandbox
+        self.policy = normalize_sandbox_admission_policy(
+            ExecutionOptions(sandbox_capacity=capacity, admission_wait_ms=admission_wait_ms), available_cores()
+        )
+        self._semaphore = anyio.Semaphore(self.policy.capacity)
+
+    @property
+    def adapter(self) -> str:
+        """The shared sandbox's adapter name."""
+        return self.sandbox.adapter
+
+    @property
+    def build_sha(self) -> str | None:
+        """The shared sandbox's source revision, if known."""
+        return self.sandbox.build_sha
+
+    @property
+    def guest_notes(self) -> str | None:
+        """What the shared sandbox adds to the tool description, if anything."""
+        notes = getattr(self.sandbox, "guest_notes", None)
+        return notes if isinstance(notes, str) else None
+
+    @property
+    def unenforced_limits(self) -> tuple[str, ...]:
+        """The limits the shared sandbox declares it does not enforce."""
+        return tuple(getattr(self.sandbox, "unenforced_limits", ()))
+
+    @property
+    def in_flight(self) -> int:
+        """How many admitted runs, of every runtime sharing this sandbox, have not settled yet."""
+        return self.policy.capacity - self._semaphore.value
+
+    def slots(self) -> SandboxSlots:
+        """A tracker for one runtime: the shared slots, and only that runtime's backing work."""
+        return SandboxSlots(self.policy.capacity, self._semaphore)
+
+    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
+        """Run ``request`` in the shared sandbox (admission is the runtime's job, through :meth:`slots`)."""
+        return await self.sandbox.execute(request, signal)
+
+    async def aclose(self) -> None:
+        """Close the shared sandbox. Close the runtimes that use it first."""
+        closer = getattr(self.sandbox, "aclose", None)
+        if closer is not None:
+            outcome = closer()
+            if inspect.isawaitable(outcome):
+                await outcome

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import logging
 import os
@@ -28,7 +29,13 @@ from typing import Self
 import anyio
 
 from .access import Access, AccessGate, AccessRefusal
-from .admission import AdmissionPolicy, SandboxSlots, available_cores, normalize_sandbox_admission_policy
+from .admission import (
+    AdmissionPolicy,
+    SandboxSlots,
+    SharedSandbox,
+    available_cores,
+    normalize_sandbox_admission_policy,
+)
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
 from .discovery import Catalog
@@ -91,7 +98,9 @@ class Runtime:
     """Hosts modules, hands out leases and runs operations.
 
     ``sandbox`` evaluates guest programs; the runtime owns it and closes it (if it has
-    ``aclose()``) when the runtime closes. ``execution`` sets host-only limits, validated
+    ``aclose()``) when the runtime closes. A :class:`~mycelium.admission.SharedSandbox` is
+    not owned: runtimes given the same one share its worker pool and admission slots, and
+    its owner closes it. ``execution`` sets host-only limits, validated
     here. ``session`` is the host's session (``None`` for session-free hosts).
     ``on_operation_error`` receives the evidence of every host failure of an operation;
     ``on_sandbox_failure`` receives the evidence of every failed execute. Both only
@@ -137,15 +146,21 @@ class Runtime:
         self.sandbox = sandbox
         self.session = session
         self.options = execution or ExecutionOptions()
-        # The core count is observed once per runtime.
-        policy = normalize_sandbox_admission_policy(self.options, available_cores())
+        self._on_operation_error = on_operation_error
+        self._owns_sandbox = not isinstance(sandbox, SharedSandbox)
+        if isinstance(sandbox, SharedSandbox):
+            policy, slots = sandbox.policy, sandbox.slots()
+        else:
+            # The core count is observed once per runtime.
+            policy = normalize_sandbox_admission_policy(self.options, available_cores())
+            slots = SandboxSlots(policy.capacity)
         self._services = ExecuteServices(
             sandbox=sandbox,
             # Always gated: without an Access, a confirm=True operation is still refused, never run unasked.
-            invoker=Invoker(AccessGate(access or Access()), on_operation_error),
+            invoker=self._gated(access or Access()),
             options=self.options,
             policy=policy,
-            slots=SandboxSlots(policy.capacity),
+            slots=slots,
             session_id=session.id if session else None,
             on_sandbox_failure=on_sandbox_failure,
         )
@@ -182,8 +197,16 @@ class Runtime:
         """Whether ``close()`` has begun: no new leases are handed out."""
         return self._closed
 
-    async def acquire(self) -> Lease:
+    def _gated(self, access: Access) -> Invoker:
+        return Invoker(AccessGate(access), self._on_operation_error)
+
+    async def acquire(self, *, session: Session | None = None, access: Access | None = None) -> Lease:
         """Capture the current graph revision in a new lease. Release it when the run settles.
+
+        ``session`` and ``access``, when given, replace the runtime's own for every call made
+        through this lease (its execute tool and its direct tools): a server that runs many
+        connections on one runtime gives each lease the connection's session and the access
+        read for this request. Nothing of them is kept after the lease is released.
 
         With sources, this acquires every source whose snapshot is missing or stale (in id
         order) and builds a new revision; if that fails, what was acquired is released
@@ -191,6 +214,17 @@ class Runtime:
         """
         if self._closed:
             raise RuntimeClosed("the runtime is closed; it hands out no more leases")
+        if session is not None and not isinstance(session, Session):
+            raise ValueError(f"session must be a Session or None, got {type(session).__name__}")
+        if access is not None and not isinstance(access, Access):
+            raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
+        services = self._services
+        if session is not None or access is not None:
+            services = dataclasses.replace(
+                services,
+                invoker=services.invoker if access is None else self._gated(access),
+                session_id=services.session_id if session is None else session.id,
+            )
         acquired_at = _host_frames()  # before any await: the caller's frames are still on the stack
         self._leases.acquire()
         try:
@@ -204,12 +238,15 @@ class Runtime:
             view = self._views[revision.graph] = RevisionView.build(revision.graph, notes)
         record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
         self._unreleased.add(record)
-        return Lease(self, revision, view, record)
+        return Lease(self, revision, view, record, services)
 
     @asynccontextmanager
-    async def lease(self) -> AsyncIterator[Lease]:
-        """``async with runtime.lease() as lease:`` acquires a lease and always releases it."""
-        lease = await self.acquire()
+    async def lease(self, *, session: Session | None = None, access: Access | None = None) -> AsyncIterator[Lease]:
+        """``async with runtime.lease() as lease:`` acquires a lease and always releases it.
+
+        ``session`` and ``access`` are as for :meth:`acquire`.
+        """
+        lease = await self.acquire(session=session, access=access)
         try:
             yield lease
         finally:
@@ -314,6 +351,8 @@ class Runtime:
             self._leases.release()
 
     async def _close_sandbox(self) -> None:
+        if not self._owns_sandbox:
+            return
         closer = getattr(self.sandbox, "aclose", None)
         if closer is not None:
             outcome = closer()
@@ -372,7 +411,14 @@ class Lease:
     lease's whole life. After :meth:`release`, using it raises :class:`LeaseReleased`.
     """
 
-    def __init__(self, runtime: Runtime, revision: Revision, view: RevisionView, record: _LeaseRecord) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        revision: Revision,
+        view: RevisionView,
+        record: _LeaseRecord,
+        services: ExecuteServices,
+    ) -> None:
         self._released = False
         self._record = record
         self._runtime = runtime
@@ -382,7 +428,6 @@ class Lease:
         self.revision = revision.number
         self._catalog = view.catalog
         self._runs = _Holds()
-        services = runtime._services
         self._execute_tool = ExecuteTool(view=view, services=services, hold=self._hold)
         self._tools = tuple(
             GatedTool(
