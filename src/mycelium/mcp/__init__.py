@@ -1,0 +1,42 @@
+"""Serve a Mycelium catalog over MCP: one ``execute`` tool, authenticated on every request.
+
+``create_mcp(catalog=..., authenticate=...)`` builds the server; ``create_mcp_catalog``
+builds the catalog for hosts that install apps as modules and capability sources.
+"""
+
+from .catalog import (
+    DEFAULT_MAX_CONNECTIONS,
+    Load,
+    McpAuthority,
+    McpCatalog,
+    McpCatalogProvider,
+    McpExecutionContext,
+    create_mcp_catalog,
+)
+from .connections import ConnectionStore, MemoryConnections, SqliteConnections
+from .principals import Admitted, Agent, Authenticate, Member, Principal, Refused, TeamKey, bearer_tokens
+from .server import PROTOCOL_VERSION, McpServer, create_mcp
+
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "PROTOCOL_VERSION",
+    "Admitted",
+    "Agent",
+    "Authenticate",
+    "ConnectionStore",
+    "Load",
+    "McpAuthority",
+    "McpCatalog",
+    "McpCatalogProvider",
+    "McpExecutionContext",
+    "McpServer",
+    "Member",
+    "MemoryConnections",
+    "Principal",
+    "Refused",
+    "SqliteConnections",
+    "TeamKey",
+    "bearer_tokens",
+    "create_mcp",
+    "create_mcp_catalog",
+]

@@ -1,0 +1,330 @@
+"""What an MCP server serves: the catalog protocol, and the catalog for installed apps.
+
+The server (``create_mcp``) talks to a :class:`McpCatalogProvider`. It records
+connections (``open``/``resume``/``close``), reads the principal's current authority
+(``refresh``), describes the ``execute`` tool and runs it. The server owns everything
+that is the same for every host: authentication of each request, the connection table,
+re-reading authority, and confirmation by elicitation. It hands each execution an
+:class:`McpExecutionContext` whose ``access`` the provider must use for every call of
+that execution, direct tools included (``runtime.lease(access=context.access)``).
+
+:func:`create_mcp_catalog` is the provider for hosts that install apps as ordinary
+modules and capability sources: ``load(principal)`` says what that principal may use,
+read afresh for every execution and after every approval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeAlias, runtime_checkable
+
+from ..access import Access, Grant
+from ..admission import SharedSandbox
+from ..context import Session
+from ..execute import ToolCall, ToolDefinition, ToolResult
+from ..modules import Module
+from ..options import ExecutionOptions, check_int
+from ..runtime import Runtime
+from ..sandbox import Sandbox
+from ..sources import CapabilitySource
+from .connections import ConnectionStore, MemoryConnections
+from .principals import Principal, principal_key
+
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "Load",
+    "McpAuthority",
+    "McpCatalog",
+    "McpCatalogProvider",
+    "McpExecutionContext",
+    "create_mcp_catalog",
+]
+
+logger = logging.getLogger("mycelium.mcp")
+
+DEFAULT_MAX_CONNECTIONS = 8
+_MAX_CACHED_PRINCIPALS = 256
+
+
+@dataclass(frozen=True)
+class McpAuthority:
+    """What one principal may use right now.
+
+    ``grants`` maps module ids (or grant keys) to ``"write"``, ``"read"`` or ``"none"``;
+    a module it does not name is refused. ``sources`` are the modules and capability
+    sources to offer; return the same objects for the same capabilities (runtimes are
+    reused while they are the same objects). ``instructions`` become the server's
+    instructions for this principal.
+    """
+
+    grants: Mapping[str, Grant]
+    sources: Sequence[CapabilitySource | Module] = ()
+    instructions: str = ""
+
+    def __post_init__(self) -> None:
+        # Access validates the grant values; here only the shapes a loader can get wrong.
+        Access(grants=self.grants)
+        object.__setattr__(self, "grants", dict(self.grants))
+        if isinstance(self.sources, Module | CapabilitySource) or not isinstance(self.sources, Sequence):
+            raise ValueError("McpAuthority.sources must be a sequence of Module or CapabilitySource")
+        for item in self.sources:
+            if not isinstance(item, Module | CapabilitySource):
+                raise ValueError(f"McpAuthority.sources: {type(item).__name__} is not a Module or CapabilitySource")
+        object.__setattr__(self, "sources", tuple(self.sources))
+        if not isinstance(self.instructions, str):
+            raise ValueError("McpAuthority.instructions must be a string")
+
+
+Load: TypeAlias = Callable[[Principal], "McpAuthority | Awaitable[McpAuthority]"]
+
+
+@dataclass(frozen=True)
+class McpExecutionContext:
+    """One execution's caller, as the server established it for this request.
+
+    ``access`` carries the request's authority: grants read afresh for this execution,
+    the re-authentication of the request before each operation call, and confirmation
+    by elicitation. It holds request callbacks: use it for this execution only, never
+    persist it.
+    """
+
+    principal: Principal
+    connection_id: str | None
+    """The MCP session id (``None`` over stdio)."""
+    authority: McpAuthority
+    access: Access = field(repr=False)
+    tool_call_id: str | None = None
+
+
+@runtime_checkable
+class McpCatalogProvider(Protocol):
+    """What ``create_mcp`` serves. Durable hosts implement it over their own session owner."""
+
+    @property
+    def max_connections(self) -> int:
+        """How many connections the server keeps open in memory (least recently used idle ones go first)."""
+        ...
+
+    async def open(
+        self, connection_id: str, principal: Principal, *, bound: int, busy: Collection[str]
+    ) -> list[str] | None:
+        """Atomically record a new connection within ``bound`` open ones.
+
+        Returns the connection ids evicted to make room (least recently used, never one in
+        ``busy``), or ``None`` when every open connection is busy: nothing is recorded then.
+        """
+        ...
+
+    async def resume(self, connection_id: str, principal: Principal) -> bool:
+        """Whether ``connection_id`` is an open connection bound to ``principal`` (it becomes the most recent)."""
+        ...
+
+    async def touch(self, connection_id: str) -> None:
+        """Mark the connection as just used."""
+        ...
+
+    async def close(self, connection_id: str) -> None:
+        """Forget a connection (the client ended it, or the server evicted it). Idempotent."""
+        ...
+
+    async def refresh(self, principal: Principal) -> McpAuthority:
+        """Read ``principal``'s current authority. Called before each execution and after each approval."""
+        ...
+
+    async def definition(self, principal: Principal, authority: McpAuthority) -> ToolDefinition:
+        """The ``execute`` tool as ``principal`` is shown it."""
+        ...
+
+    async def execute(self, call: ToolCall, context: McpExecutionContext) -> ToolResult:
+        """Run one ``execute`` call with ``context.access`` for every operation call it makes."""
+        ...
+
+
+@dataclass
+class _Loaded:
+    """A principal's runtime, valid while ``load`` returns the same source objects."""
+
+    runtime: Runtime
+    sources: tuple[CapabilitySource | Module, ...]
+
+    def serves(self, sources: Sequence[CapabilitySource | Module]) -> bool:
+        return len(sources) == len(self.sources) and all(a is b for a, b in zip(sources, self.sources, strict=True))
+
+
+class McpCatalog:
+    """The catalog for installed apps. Build it with :func:`create_mcp_catalog`.
+
+    One runtime per principal (kept while ``load`` returns the same sources), all of them
+    on one shared sandbox and admission tracker. Each execution's lease lives exactly as
+    long as the request that runs it.
+    """
+
+    def __init__(
+        self,
+        *,
+        load: Load,
+        sandbox: Sandbox,
+        execution: ExecutionOptions | None,
+        connections: ConnectionStore,
+        max_connections: int,
+    ) -> None:
+        if not callable(load):
+            raise ValueError("load must be a callable taking a principal and returning an McpAuthority")
+        if not isinstance(sandbox, Sandbox):
+            raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
+        if execution is not None and not isinstance(execution, ExecutionOptions):
+            raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
+        if not isinstance(connections, ConnectionStore):
+            raise ValueError(f"connections must be a ConnectionStore, got {type(connections).__name__}")
+        self._max_connections = check_int("max_connections", max_connections)
+        self._load = load
+        self._execution = execution or ExecutionOptions()
+        # A SharedSandbox given here is shared further: its owner closes it, not this catalog.
+        self._owns_sandbox = not isinstance(sandbox, SharedSandbox)
+        self._shared = (
+            sandbox
+            if isinstance(sandbox, SharedSandbox)
+            else SharedSandbox(
+                sandbox,
+                capacity=self._execution.sandbox_capacity,
+                admission_wait_ms=self._execution.admission_wait_ms,
+            )
+        )
+        self._connections = connections
+        self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
+        self._retiring: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    @property
+    def max_connections(self) -> int:
+        """How many connections the server keeps open in memory."""
+        return self._max_connections
+
+    @property
+    def sandbox(self) -> SharedSandbox:
+        """The sandbox and admission slots every principal's runtime shares."""
+        return self._shared
+
+    async def open(
+        self, connection_id: str, principal: Principal, *, bound: int, busy: Collection[str]
+    ) -> list[str] | None:
+        """Record a new connection, evicting least recently used idle ones beyond ``bound``."""
+        return await self._connections.open(connection_id, principal_key(principal), bound=bound, busy=busy)
+
+    async def resume(self, connection_id: str, principal: Principal) -> bool:
+        """Whether the connection is open and bound to ``principal``."""
+        return await self._connections.resume(connection_id, principal_key(principal))
+
+    async def touch(self, connection_id: str) -> None:
+        """Mark the connection as just used."""
+        await self._connections.touch(connection_id)
+
+    async def close(self, connection_id: str) -> None:
+        """Forget a connection."""
+        await self._connections.close(connection_id)
+
+    async def refresh(self, principal: Principal) -> McpAuthority:
+        """Call ``load(principal)``: a fresh read every time, never a cached answer."""
+        authority = self._load(principal)
+        if inspect.isawaitable(authority):
+            authority = await authority
+        if not isinstance(authority, McpAuthority):
+            raise TypeError(f"load() must return an McpAuthority, got {type(authority).__name__}")
+        return authority
+
+    async def definition(self, principal: Principal, authority: McpAuthority) -> ToolDefinition:
+        """The execute tool of the revision ``principal``'s sources give now."""
+        async with self._runtime(principal, authority).lease() as lease:
+            return lease.execute_tool.definition
+
+    async def execute(self, call: ToolCall, context: McpExecutionContext) -> ToolResult:
+        """Run ``call`` on a lease held for exactly this request, with the request's access."""
+        runtime = self._runtime(context.principal, context.authority)
+        session = Session(context.connection_id) if context.connection_id else None
+        async with runtime.lease(session=session, access=context.access) as lease:
+            return await lease.execute_tool.prepare(call).execute()
+
+    def _runtime(self, principal: Principal, authority: McpAuthority) -> Runtime:
+        if self._closed:
+            raise RuntimeError("the MCP catalog is closed")
+        key = principal_key(principal)
+        loaded = self._loaded.get(key)
+        if loaded is not None and loaded.serves(authority.sources):
+            self._loaded.move_to_end(key)
+            return loaded.runtime
+        runtime = Runtime(
+            modules=[item for item in authority.sources if isinstance(item, Module)],
+            sources=[item for item in authority.sources if not isinstance(item, Module)],
+            sandbox=self._shared,
+            execution=self._execution,
+            # Every lease brings the request's access; this one only stands behind an unexpected path.
+            access=Access(explicit=True),
+        )
+        if loaded is not None:
+            self._retire(loaded.runtime)
+        self._loaded[key] = _Loaded(runtime, tuple(authority.sources))
+        self._loaded.move_to_end(key)
+        while len(self._loaded) > _MAX_CACHED_PRINCIPALS:
+            _, oldest = self._loaded.popitem(last=False)
+            self._retire(oldest.runtime)
+        return runtime
+
+    def _retire(self, runtime: Runtime) -> None:
+        # Requests still holding its leases finish on it; it closes once they are released.
+        task = asyncio.get_running_loop().create_task(self._close_quietly(runtime))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+
+    @staticmethod
+    async def _close_quietly(runtime: Runtime) -> None:
+        try:
+            await runtime.close()
+        except Exception:
+            logger.exception("closing a retired runtime failed")
+
+    async def aclose(self) -> None:
+        """Close every principal's runtime (waiting for their leases), then the shared sandbox and the store."""
+        self._closed = True
+        for loaded in self._loaded.values():
+            self._retire(loaded.runtime)
+        self._loaded.clear()
+        while self._retiring:
+            await asyncio.gather(*self._retiring)
+        try:
+            if self._owns_sandbox:
+                await self._shared.aclose()
+        finally:
+            await self._connections.aclose()
+
+
+def create_mcp_catalog(
+    *,
+    load: Load,
+    sandbox: Sandbox,
+    execution: ExecutionOptions | None = None,
+    connections: ConnectionStore | None = None,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> McpCatalog:
+    """The MCP catalog for installed apps.
+
+    ``load(principal)`` (sync or async) returns the principal's current
+    :class:`McpAuthority`; it runs before every execution and after every approval.
+    ``sandbox`` is the host's isolated executor, shared by every principal (pass a
+    :class:`~mycelium.admission.SharedSandbox` to share it further). ``connections``
+    records connections: in memory by default, or ``SqliteConnections(path)`` so a
+    restarted server resumes them. At most ``max_connections`` stay open in memory.
+    ``await catalog.aclose()`` closes the sandbox too, unless it was a ``SharedSandbox``
+    (whose owner closes it).
+    """
+    return McpCatalog(
+        load=load,
+        sandbox=sandbox,
+        execution=execution,
+        connections=connections if connections is not None else MemoryConnections(),
+        max_connections=max_connections,
+    )

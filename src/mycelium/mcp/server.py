@@ -1,0 +1,546 @@
+"""The MCP server: one ``execute`` tool over Streamable HTTP (or stdio), authenticated per request.
+
+Built on the official SDK's low-level server and its Streamable HTTP session manager in
+stateful SSE mode, so a tool call can ask the person through form elicitation while it
+runs. This module adds what the SDK leaves to the host:
+
+- ``authenticate`` runs for every HTTP request (requests, notifications, the client's
+  replies, GET streams, DELETE) and again before every operation call of an execute.
+- The protocol is pinned to 2025-11-25: a request naming another
+  ``MCP-Protocol-Version`` gets HTTP 400, so a negotiating client falls back to it.
+- A connection is bound to the principal that opened it; another principal presenting
+  its id gets 404, as if it did not exist.
+- At most ``catalog.max_connections`` connections stay open in memory; opening one more
+  evicts the least recently used idle one (a connection running an execute is never
+  evicted). A connection the catalog still records, but this process does not hold (after
+  a restart), is resumed for its own principal, without elicitation: it may read but
+  not write until the client initializes a fresh connection.
+- Each execute reads the principal's authority afresh, and again after each approval.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..access import Access, ConfirmRequest, Grant
+from ..errors import new_reference
+from ..execute import ToolCall, ToolResult
+from ..options import check_int
+from .catalog import McpAuthority, McpCatalogProvider, McpExecutionContext
+from .principals import Admitted, Authenticate, Principal, Refused, principal_key
+
+__all__ = ["PROTOCOL_VERSION", "McpServer", "create_mcp"]
+
+logger = logging.getLogger("mycelium.mcp")
+
+PROTOCOL_VERSION = "2025-11-25"
+"""The one MCP protocol version served: the newest with requests from server to client (elicitation)."""
+
+_LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+_LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+_SESSION_HEADER = "mcp-session-id"
+_PRINCIPAL = "mycelium.principal"
+_METHODS = frozenset({"POST", "GET", "DELETE"})
+_TOUCH_EVERY_S = 1.0
+_MAX_LOG_CHARS = 16_384
+
+_APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Allow this one call.",
+            "default": True,
+        }
+    },
+}
+
+# Over stdio there is no HTTP request to read the principal from: it is the server's configured one.
+_STDIO_PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("mycelium_mcp_stdio_principal")
+
+
+@dataclass
+class _Connection:
+    """A connection this process holds: whose it is, and what it is doing."""
+
+    principal: str
+    resumed: bool
+    """Resumed after this process lost it: no client capabilities were recorded."""
+    running: int = 0
+    touched: float = 0.0
+
+
+class McpServer:
+    """An MCP server for one catalog. Build it with :func:`create_mcp`.
+
+    ``asgi`` is the ASGI app to mount at the host's MCP route. It answers the ASGI
+    lifespan itself; a host that mounts it inside its own app runs it with
+    ``async with server.running():`` in that app's lifespan. ``close()`` closes every
+    open transport; the catalog keeps its connection records (its owner decides).
+    """
+
+    def __init__(
+        self,
+        *,
+        catalog: McpCatalogProvider,
+        authenticate: Authenticate,
+        name: str,
+        allowed_hosts: Sequence[str] | None,
+        allowed_origins: Sequence[str] | None,
+        max_request_bytes: int,
+        authenticate_timeout_ms: int,
+    ) -> None:
+        if not isinstance(catalog, McpCatalogProvider):
+            raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
+        if not callable(authenticate):
+            raise ValueError("authenticate must be a callable taking the HTTP request")
+        self._catalog = catalog
+        self._authenticate = authenticate
+        self._authenticate_timeout_s = check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
+        self._server: Server[Any] = Server(
+            name, version=_version(), on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        )
+        self._server.middleware.append(self._instructions)
+        self._manager = StreamableHTTPSessionManager(
+            app=self._server,
+            json_response=False,
+            stateless=False,
+            security_settings=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=list(_LOCAL_HOSTS if allowed_hosts is None else allowed_hosts),
+                allowed_origins=list(_LOCAL_ORIGINS if allowed_origins is None else allowed_origins),
+            ),
+            # Connections end by DELETE or eviction; their records belong to the catalog.
+            session_idle_timeout=None,
+            max_request_body_size=check_int("max_request_bytes", max_request_bytes),
+            max_sessions=None,
+        )
+        self._connections: OrderedDict[str, _Connection] = OrderedDict()  # least recently used first
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            await self._serve(scope, receive, send)
+
+        # A plain coroutine function: servers such as uvicorn recognise it as an ASGI 3 app.
+        self._app: ASGIApp = app
+        self._admitting = anyio.Lock()
+        self._running = False
+        self._closed = False
+
+    # -- ASGI ---------------------------------------------------------------------------
+
+    @property
+    def asgi(self) -> ASGIApp:
+        """The ASGI app: every HTTP request is authenticated before the SDK sees it."""
+        return self._app
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if not self._running or self._closed:
+            await _error(send, 503, "the MCP server is not running")
+            return
+        if scope["method"] not in _METHODS:
+            await _error(send, 405, "use POST, GET or DELETE", extra=[(b"allow", b"GET, POST, DELETE")])
+            return
+        connection = HTTPConnection(scope)
+        version = connection.headers.get("mcp-protocol-version")
+        if version is not None and version != PROTOCOL_VERSION:
+            await _error(send, 400, f"this server speaks MCP protocol version {PROTOCOL_VERSION} only")
+            return
+        principal = await self._admit(connection)
+        if isinstance(principal, Refused):
+            extra = [(b"www-authenticate", b'Bearer realm="mcp"')] if principal.status == 401 else []
+            message = "authentication required" if principal.status == 401 else "forbidden"
+            await _error(send, principal.status, message, extra=extra)
+            return
+        key = principal_key(principal)
+        token = AccessToken(token=key, client_id=key, scopes=[])
+        scope = {**scope, "user": AuthenticatedUser(token), _PRINCIPAL: principal}
+        session_id = connection.headers.get(_SESSION_HEADER)
+        if session_id is None:
+            await self._manager.handle_request(scope, receive, self._opening(principal, send))
+            return
+        known = self._connections.get(session_id)
+        if known is None or session_id not in self._manager._server_instances:
+            if not await self._resume(session_id, principal, scope):
+                await _error(send, 404, "Session not found")
+                return
+            known = self._connections[session_id]
+        elif known.principal != key:
+            await _error(send, 404, "Session not found")  # as if it did not exist: ids are not probed
+            return
+        await self._touch(session_id, known)
+        await self._manager.handle_request(scope, receive, send)
+        if scope["method"] == "DELETE" and session_id not in self._manager._server_instances:
+            await self._forget(session_id)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        try:
+            async with self.running():
+                await send({"type": "lifespan.startup.complete"})
+                await receive()  # lifespan.shutdown
+        except Exception:
+            logger.exception("the MCP server failed to start or stop")
+            await send({"type": "lifespan.shutdown.failed", "message": "see the server log"})
+            return
+        await send({"type": "lifespan.shutdown.complete"})
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[McpServer]:
+        """Run the session manager; requests are served while this is entered. Once only."""
+        async with self._manager.run():
+            self._running = True
+            try:
+                yield self
+            finally:
+                self._running = False
+                await self.close()
+
+    async def close(self) -> None:
+        """Close every open transport. The catalog's connection records are kept for its owner."""
+        self._closed = True
+        for session_id in list(self._connections):
+            await self._discard(session_id)
+
+    async def _admit(self, connection: HTTPConnection) -> Principal | Refused:
+        """Run ``authenticate``; a failure inside it refuses (401) and is logged, never a 500."""
+        try:
+            with anyio.fail_after(self._authenticate_timeout_s):
+                verdict = self._authenticate(connection)
+                if inspect.isawaitable(verdict):
+                    verdict = await verdict
+        except Exception:
+            logger.exception("authenticate() failed; the request is refused with 401")
+            return Refused(401)
+        if isinstance(verdict, Admitted):
+            return verdict.principal
+        if isinstance(verdict, Refused):
+            return verdict
+        logger.error("authenticate() returned %s, not Admitted or Refused; refused", type(verdict).__name__)
+        return Refused(401)
+
+    async def _still_admitted(self, connection: HTTPConnection, principal: Principal) -> bool:
+        verdict = await self._admit(connection)
+        return not isinstance(verdict, Refused) and verdict == principal
+
+    def _opening(self, principal: Principal, send: Send) -> Send:
+        """Wrap ``send`` for a request that opens a connection: record it before the client learns its id."""
+        refused = False
+
+        async def opening_send(message: Message) -> None:
+            nonlocal refused
+            if refused:
+                return
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                headers = dict(message.get("headers", []))
+                session_id = headers.get(_SESSION_HEADER.encode(), b"").decode()
+                if session_id and not await self._open(session_id, principal):
+                    refused = True
+                    await _error(send, 503, "every connection of this server is running an execute")
+                    return
+            await send(message)
+
+        return opening_send
+
+    async def _open(self, session_id: str, principal: Principal) -> bool:
+        async with self._admitting:
+            busy = [known for known, connection in self._connections.items() if connection.running]
+            evicted = await self._catalog.open(session_id, principal, bound=self._catalog.max_connections, busy=busy)
+            if evicted is None:
+                await self._discard(session_id)
+                return False
+            for gone in evicted:
+                await self._discard(gone)
+            self._connections[session_id] = _Connection(principal_key(principal), resumed=False)
+            return True
+
+    async def _resume(self, session_id: str, principal: Principal, scope: Scope) -> bool:
+        """Take a connection this process does not hold back into memory, if the catalog says it is open."""
+        async with self._admitting:
+            if session_id in self._manager._server_instances and session_id in self._connections:
+                return self._connections[session_id].principal == principal_key(principal)
+            if not await self._catalog.resume(session_id, principal):
+                return False
+            idle = [known for known, connection in self._connections.items() if not connection.running]
+            while len(self._connections) >= self._catalog.max_connections and idle:
+                gone = idle.pop(0)
+                await self._discard(gone)
+                await self._catalog.close(gone)
+            if len(self._connections) >= self._catalog.max_connections:
+                return False
+            self._connections[session_id] = _Connection(principal_key(principal), resumed=True)
+            if not await self._revive(session_id, scope):
+                self._connections.pop(session_id, None)
+                return False
+            return True
+
+    async def _revive(self, session_id: str, scope: Scope) -> bool:
+        """Start a transport under ``session_id`` and complete its handshake without the client.
+
+        The client initialized this connection in a process that is gone; it only needs to
+        be told it is initialized. Its capabilities were never recorded here, so nothing
+        is asked of it (no elicitation).
+        """
+        manager = self._manager
+        transport = StreamableHTTPServerTransport(
+            mcp_session_id=session_id,
+            is_json_response_enabled=False,
+            event_store=None,
+            security_settings=manager.security_settings,
+            retry_interval=manager.retry_interval,
+            idle_timeout=manager.session_idle_timeout,
+        )
+        manager._server_instances[session_id] = transport
+        manager._session_owners[session_id] = authorization_context(scope["user"])
+        body = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        headers = [(name, value) for name, value in scope["headers"] if name in (b"host", b"origin")] + [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (_SESSION_HEADER.encode(), session_id.encode()),
+            (b"mcp-protocol-version", PROTOCOL_VERSION.encode()),
+        ]
+        handshake = {**scope, "method": "POST", "headers": headers, "query_string": b""}
+        delivered = False
+
+        async def receive() -> Message:
+            nonlocal delivered
+            if delivered:
+                await anyio.sleep_forever()
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        status = 0
+
+        async def send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+
+        await manager._serve_opening_request(transport, handshake, receive, send)
+        return 200 <= status < 300 and session_id in manager._server_instances
+
+    async def _touch(self, session_id: str, connection: _Connection) -> None:
+        self._connections.move_to_end(session_id)
+        now = anyio.current_time()
+        if now - connection.touched >= _TOUCH_EVERY_S:  # a durable store is written at most once a second
+            connection.touched = now
+            await self._catalog.touch(session_id)
+
+    async def _discard(self, session_id: str) -> None:
+        self._connections.pop(session_id, None)
+        transport = self._manager._server_instances.get(session_id)
+        if transport is not None:
+            await self._manager._discard_session(session_id, transport)
+
+    async def _forget(self, session_id: str) -> None:
+        """The client ended the connection: it is gone from memory and from the catalog."""
+        self._connections.pop(session_id, None)
+        await self._catalog.close(session_id)
+
+    # -- MCP handlers ---------------------------------------------------------------------
+
+    def _caller(self, ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, HTTPConnection | None, str | None]:
+        request = ctx.request
+        if isinstance(request, HTTPConnection):
+            return request.scope[_PRINCIPAL], request, request.headers.get(_SESSION_HEADER)
+        return _STDIO_PRINCIPAL.get(), None, None
+
+    async def _instructions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Give each principal its own instructions: the catalog's answer for them, read at initialize."""
+        result = await call_next(ctx)
+        if ctx.method != "initialize" or not isinstance(result, dict):
+            return result  # the SDK hands middleware the initialize result as its wire dict
+        principal, _, _ = self._caller(ctx)
+        try:
+            authority = await self._catalog.refresh(principal)
+        except Exception:
+            logger.exception("load()/refresh() failed while initializing; no instructions sent")
+            return result
+        return {**result, "instructions": authority.instructions} if authority.instructions else result
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        principal, _, _ = self._caller(ctx)
+        authority = await self._catalog.refresh(principal)
+        definition = await self._catalog.definition(principal, authority)
+        tool = types.Tool(
+            name=definition.name,
+            description=definition.description,
+            input_schema=definition.input_schema,
+            annotations=types.ToolAnnotations(
+                title="Run a Python program against the host's operations",
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=False,
+                open_world_hint=False,
+            ),
+        )
+        return types.ListToolsResult(tools=[tool])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        principal, request, session_id = self._caller(ctx)
+        connection = self._connections.get(session_id) if session_id else None
+        if connection is not None:
+            connection.running += 1
+        try:
+            authority = await self._catalog.refresh(principal)
+            access = _RequestAccess(self, ctx, principal, request, connection, authority)
+            call = ToolCall(id=str(ctx.request_id), name=params.name, arguments=params.arguments or {})
+            context = McpExecutionContext(principal, session_id, authority, access.access, call.id)
+            return _tool_result(await self._catalog.execute(call, context))
+        except Exception:
+            reference = new_reference()
+            logger.exception("execute over MCP failed on the host, reference %s", reference)
+            return _failure(f"The host failed to run this request (reference {reference}). Try again later.")
+        finally:
+            if connection is not None:
+                connection.running -= 1
+
+    async def serve_stdio(self, principal: Principal) -> None:
+        """Serve the catalog over stdin/stdout for ``principal`` until the client closes the streams."""
+        _STDIO_PRINCIPAL.set(principal)
+        async with stdio_server() as (read, write):
+            await self._server.run(read, write, self._server.create_initialization_options())
+
+
+class _RequestAccess:
+    """The access of one execute request: grants read afresh, re-authentication, elicitation."""
+
+    def __init__(
+        self,
+        server: McpServer,
+        ctx: ServerRequestContext[Any, Any],
+        principal: Principal,
+        request: HTTPConnection | None,
+        connection: _Connection | None,
+        authority: McpAuthority,
+    ) -> None:
+        self._server = server
+        self._ctx = ctx
+        self._principal = principal
+        self._request = request
+        self._read_only = connection is not None and connection.resumed
+        self._authority = authority
+        self.access = Access(explicit=True, session_grants=self._grants, confirm=self._confirm)
+
+    async def _grants(self) -> Mapping[str, Grant]:
+        if self._request is not None and not await self._server._still_admitted(self._request, self._principal):
+            return {}  # the credential no longer admits this principal: every module is refused
+        grants = self._authority.grants
+        if self._read_only:
+            return {key: "read" if grant == "write" else grant for key, grant in grants.items()}
+        return grants
+
+    async def _confirm(self, request: ConfirmRequest) -> bool | None:
+        session = self._ctx.session
+        capability = session.client_capabilities.elicitation if session.client_capabilities else None
+        supports_form = capability is not None and (capability.form is not None or capability.url is None)
+        if not supports_form or not session.can_send_request:
+            return None
+        action = "changes something" if request.access == "write" else "reads"
+        message = (
+            f"Allow one call of {request.path}? It {action} ({request.access}) in module "
+            f"{request.module_id} ({request.module_name})."
+        )
+        try:
+            answer = await session.elicit_form(
+                message=message, requested_schema=_APPROVAL_SCHEMA, related_request_id=self._ctx.request_id
+            )
+        except Exception:
+            logger.warning("the client's answer to a confirmation could not be used; declined", exc_info=True)
+            return False
+        if answer.action != "accept" or (answer.content or {}).get("approve", True) is not True:
+            return False
+        self._authority = await self._server._catalog.refresh(self._principal)  # what holds now, not then
+        return True
+
+
+def _tool_result(result: ToolResult) -> types.CallToolResult:
+    content = [types.TextContent(type="text", text=result.text)]
+    if result.logs:
+        printed = "\n".join(result.logs)
+        if len(printed) > _MAX_LOG_CHARS:
+            printed = printed[:_MAX_LOG_CHARS] + f"\n... ({len(printed) - _MAX_LOG_CHARS} more characters cut)"
+        content.append(types.TextContent(type="text", text=f"print output:\n{printed}"))
+    return types.CallToolResult(content=content, is_error=result.is_error)
+
+
+def _failure(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+async def _error(send: Send, status: int, message: str, *, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A JSON-RPC error body (no request id) with an HTTP status. It never echoes the request."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mycelium-runtime")
+    except PackageNotFoundError:
+        return "0"
+
+
+def create_mcp(
+    *,
+    catalog: McpCatalogProvider,
+    authenticate: Authenticate | Callable[[HTTPConnection], Awaitable[Admitted | Refused]],
+    name: str = "mycelium",
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] | None = None,
+    max_request_bytes: int = 4 * 1024 * 1024,
+    authenticate_timeout_ms: int = 10_000,
+) -> McpServer:
+    """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
+
+    ``authenticate(request)`` (sync or async) sees the request's headers and returns
+    ``Admitted(principal)`` or ``Refused(401 | 403)``; an exception or a timeout
+    (``authenticate_timeout_ms``) refuses with 401 and is logged. ``allowed_hosts`` and
+    ``allowed_origins`` are the Host and Origin values accepted (``"host:*"`` allows any
+    port); by default loopback only. Bodies over ``max_request_bytes`` get 413.
+    """
+    return McpServer(
+        catalog=catalog,
+        authenticate=authenticate,
+        name=name,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        max_request_bytes=max_request_bytes,
+        authenticate_timeout_ms=authenticate_timeout_ms,
+    )
