@@ -1,0 +1,871 @@
+"""The work behind ``bench/mcp.py``: the 20 tools, both servers, the load generator and the report.
+
+Run it through ``bench/mcp.py`` (see its docstring). A server runs in a child process
+started as ``bench/mcp.py --serve <side>``: it prints one JSON line when it listens, then
+answers commands on stdin with one JSON line each (``mark`` starts a measured window:
+garbage collected, peak RSS reset, loop-stall record cleared; ``report`` says what the
+window saw; ``quit`` stops it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import cProfile
+import gc
+import json
+import os
+import socket
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from pydantic import BaseModel, Field
+from stats import percentile
+
+from mycelium import Access, Module, Runtime, Session
+from mycelium.admission import SharedSandbox
+from mycelium.mcp import Agent, McpAuthority, create_mcp_catalog
+from mycelium.sandbox.monty import MontySandbox
+
+ENTRY = Path(__file__).resolve().parent / "mcp.py"
+TOKEN = "bench-token-0123456789abcdef"
+MODULE_ID = "bench-store"
+GRANTS = {MODULE_ID: "write"}
+SIDES = ("fastmcp", "ours")
+LABEL = {"fastmcp": "FastMCP", "ours": "ours"}
+CONCURRENCY = (1, 4, 16)
+TARGET_RPS_RATIO = 1.5
+KIB = 1024
+MIB = 1024 * KIB
+TICK_SECONDS = 0.001
+STALL_BUCKET_MS = 0.1  # resolution of the stall histogram (a list of every gap would itself grow RSS)
+STALL_BUCKETS = 10_000  # up to 1 s; longer gaps land in the last bucket and in the max
+FASTMCP_MAX_TOOL_CALLS = 10_000  # its default (50) would refuse the 100-call program; ours allows 10,000
+
+# The same program on each side: ours calls the operation through its namespace, FastMCP's
+# CodeMode through its one `call_tool` function.
+ONE_CALL = {
+    "ours": "return await store.get(key='k7')",
+    "fastmcp": "return await call_tool('get', {'key': 'k7'})",
+}
+HUNDRED_CALLS = {
+    side: (f"total = 0\nfor i in range(100):\n    item = await {call}\n    total += len(item['value'])\nreturn total")
+    for side, call in (("ours", "store.get(key='k7')"), ("fastmcp", "call_tool('get', {'key': 'k7'})"))
+}
+
+
+# --------------------------------------------------------------------------------------
+# The 20 tools: a small in-memory store, the same functions registered on both servers
+# --------------------------------------------------------------------------------------
+
+
+class Item(BaseModel):
+    key: str
+    value: str
+    tags: list[str] = Field(default_factory=list)
+
+
+class Count(BaseModel):
+    count: int
+
+
+class Found(BaseModel):
+    found: bool
+
+
+class Counter(BaseModel):
+    name: str
+    value: int
+
+
+class StoreStats(BaseModel):
+    items: int
+    tags: int
+    counters: int
+
+
+class Echo(BaseModel):
+    message: str
+
+
+class Pong(BaseModel):
+    value: str
+
+
+ITEMS: dict[str, Item] = {
+    f"k{index}": Item(key=f"k{index}", value=f"value number {index}", tags=["even" if index % 2 == 0 else "odd"])
+    for index in range(50)
+}
+COUNTERS: dict[str, int] = {}
+
+
+def _item(key: str) -> Item:
+    try:
+        return ITEMS[key]
+    except KeyError:
+        raise LookupError(f"no item {key!r}") from None
+
+
+async def get(key: str) -> Item:
+    """Get one item by key."""
+    return _item(key)
+
+
+async def put(key: str, value: str, tags: list[str] | None = None) -> Item:
+    """Create or replace an item."""
+    ITEMS[key] = Item(key=key, value=value, tags=tags or [])
+    return ITEMS[key]
+
+
+async def delete(key: str) -> Found:
+    """Delete an item; says whether it existed."""
+    return Found(found=ITEMS.pop(key, None) is not None)
+
+
+async def exists(key: str) -> Found:
+    """Whether an item exists."""
+    return Found(found=key in ITEMS)
+
+
+async def count() -> Count:
+    """How many items the store holds."""
+    return Count(count=len(ITEMS))
+
+
+async def keys(prefix: str = "") -> list[str]:
+    """The keys starting with a prefix, sorted."""
+    return sorted(key for key in ITEMS if key.startswith(prefix))
+
+
+async def list_items(prefix: str = "", limit: int = 20) -> list[Item]:
+    """List items whose key starts with a prefix."""
+    return [ITEMS[key] for key in sorted(ITEMS) if key.startswith(prefix)][:limit]
+
+
+async def search(query: str, limit: int = 10) -> list[Item]:
+    """Find items whose value contains the query."""
+    return [item for item in ITEMS.values() if query in item.value][:limit]
+
+
+async def tag(key: str, tag: str) -> Item:
+    """Add a tag to an item."""
+    item = _item(key)
+    if tag not in item.tags:
+        item.tags.append(tag)
+    return item
+
+
+async def untag(key: str, tag: str) -> Item:
+    """Remove a tag from an item."""
+    item = _item(key)
+    item.tags = [each for each in item.tags if each != tag]
+    return item
+
+
+async def by_tag(tag: str) -> list[Item]:
+    """The items carrying a tag."""
+    return [item for item in ITEMS.values() if tag in item.tags]
+
+
+async def tags() -> list[str]:
+    """Every tag in use, sorted."""
+    return sorted({each for item in ITEMS.values() for each in item.tags})
+
+
+async def append(key: str, text: str) -> Item:
+    """Append text to an item's value."""
+    item = _item(key)
+    item.value += text
+    return item
+
+
+async def rename(key: str, new_key: str) -> Item:
+    """Move an item to a new key."""
+    item = ITEMS.pop(key) if key in ITEMS else _item(key)
+    ITEMS[new_key] = item = Item(key=new_key, value=item.value, tags=item.tags)
+    return item
+
+
+async def copy(key: str, new_key: str) -> Item:
+    """Copy an item to a new key."""
+    item = _item(key)
+    ITEMS[new_key] = Item(key=new_key, value=item.value, tags=list(item.tags))
+    return ITEMS[new_key]
+
+
+async def increment(name: str, by: int = 1) -> Counter:
+    """Add to a named counter."""
+    COUNTERS[name] = COUNTERS.get(name, 0) + by
+    return Counter(name=name, value=COUNTERS[name])
+
+
+async def counter(name: str) -> Counter:
+    """Read a named counter."""
+    return Counter(name=name, value=COUNTERS.get(name, 0))
+
+
+async def stats() -> StoreStats:
+    """Sizes of the store."""
+    return StoreStats(items=len(ITEMS), tags=len(await tags()), counters=len(COUNTERS))
+
+
+async def echo(message: str) -> Echo:
+    """Return the message."""
+    return Echo(message=message)
+
+
+async def ping() -> Pong:
+    """Answer pong."""
+    return Pong(value="pong")
+
+
+# name -> (function, read-only?)
+TOOLS: dict[str, tuple[Callable[..., Awaitable[Any]], bool]] = {
+    "get": (get, True),
+    "put": (put, False),
+    "delete": (delete, False),
+    "exists": (exists, True),
+    "count": (count, True),
+    "keys": (keys, True),
+    "list": (list_items, True),
+    "search": (search, True),
+    "tag": (tag, False),
+    "untag": (untag, False),
+    "by_tag": (by_tag, True),
+    "tags": (tags, True),
+    "append": (append, False),
+    "rename": (rename, False),
+    "copy": (copy, False),
+    "increment": (increment, False),
+    "counter": (counter, True),
+    "stats": (stats, True),
+    "echo": (echo, True),
+    "ping": (ping, True),
+}
+assert len(TOOLS) == 20
+
+EXPECTED_ONE = ITEMS["k7"].model_dump(mode="json")
+EXPECTED_HUNDRED = 100 * len(ITEMS["k7"].value)
+
+
+def store_module() -> Module:
+    """The 20 tools as one Mycelium module (guest name ``store``)."""
+    module = Module(id=MODULE_ID, name="store", description="A small in-memory key-value store")
+    for name, (function, read_only) in TOOLS.items():
+        module.operation(name, access="read" if read_only else "write")(function)
+    return module
+
+
+# --------------------------------------------------------------------------------------
+# Server child
+# --------------------------------------------------------------------------------------
+
+
+def emit(**fields: object) -> None:
+    """One JSON line to the parent."""
+    print(json.dumps(fields), flush=True)
+
+
+def proc_status(pid: int | str = "self") -> dict[str, int]:
+    """``VmRSS`` and ``VmHWM`` (peak RSS) of a process, in bytes."""
+    found: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, rest = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                found[name] = int(rest.split()[0]) * KIB
+    return found
+
+
+def reset_peak_rss() -> bool:
+    """Start ``VmHWM`` afresh from the current RSS (Linux: write 5 to ``clear_refs``)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+    except OSError:
+        return False
+    return True
+
+
+class LoopWatch:
+    """Ticks every millisecond; keeps the largest gap between ticks and a histogram of gaps.
+
+    A gap is the time from one tick's sleep to the next wake-up, so an idle loop shows about
+    1 ms and a loop held by some callback shows that callback's duration on top. On a busy
+    machine a gap also holds time the process was not scheduled at all, so each gap's CPU
+    time of the loop's thread is kept too: a gap mostly spent on that CPU is the loop held
+    by the server's own work. Only a fixed histogram is kept, so watching costs the process
+    no memory as it runs.
+    """
+
+    def __init__(self) -> None:
+        self._tick = time.perf_counter()
+        self._cpu = time.thread_time()
+        self._collecting = 0.0
+        self.reset()
+        gc.callbacks.append(self._collection)
+
+    def reset(self) -> None:
+        self.worst = 0.0
+        self.worst_cpu = 0.0  # the loop thread's CPU time within the worst gap
+        self.most_cpu = 0.0  # the most loop-thread CPU time within any one gap
+        self.gc_worst = 0.0  # the longest garbage collection (it holds the GIL, so the loop too)
+        self.gc_generation = -1
+        self.buckets = [0] * (STALL_BUCKETS + 1)
+        self._tick = time.perf_counter()
+        self._cpu = time.thread_time()
+
+    def _collection(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._collecting = time.perf_counter()
+            return
+        pause = (time.perf_counter() - self._collecting) * 1000
+        if pause > self.gc_worst:
+            self.gc_worst, self.gc_generation = pause, info["generation"]
+
+    @property
+    def ticked(self) -> float:
+        """When the ticker last went to sleep (``perf_counter``)."""
+        return self._tick
+
+    def percentile(self, fraction: float) -> float:
+        total = sum(self.buckets)
+        wanted, seen = fraction * total, 0
+        for index, count in enumerate(self.buckets):
+            seen += count
+            if count and seen >= wanted:
+                return (index + 1) * STALL_BUCKET_MS
+        return 0.0
+
+    async def run(self) -> None:
+        while True:
+            self._tick, self._cpu = time.perf_counter(), time.thread_time()
+            await asyncio.sleep(TICK_SECONDS)
+            gap = (time.perf_counter() - self._tick) * 1000
+            cpu = (time.thread_time() - self._cpu) * 1000
+            if gap > self.worst:
+                self.worst, self.worst_cpu = gap, cpu
+            self.most_cpu = max(self.most_cpu, cpu)
+            self.buckets[min(int(gap / STALL_BUCKET_MS), STALL_BUCKETS)] += 1
+
+
+class StallStacks:
+    """A diagnostic: samples the loop thread's stack while the loop has not ticked for ``threshold_ms``.
+
+    A sampling thread looks every 2 ms; it gets the GIL only between the loop thread's
+    bytecodes, so a stall inside one long C call (a garbage collection, say) shows the
+    frame that made the call, or nothing.
+    """
+
+    def __init__(self, watch: LoopWatch, threshold_ms: float) -> None:
+        self.counts: collections.Counter[tuple[str, ...]] = collections.Counter()
+        self._watch = watch
+        self._threshold = threshold_ms / 1000 + TICK_SECONDS
+        self._loop_thread = threading.get_ident()
+
+    def start(self) -> None:
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        while True:
+            time.sleep(0.002)
+            if time.perf_counter() - self._watch.ticked < self._threshold:
+                continue
+            frame = sys._current_frames().get(self._loop_thread)
+            stack: list[str] = []
+            while frame is not None and len(stack) < 14:
+                stack.append(f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno} {frame.f_code.co_name}")
+                frame = frame.f_back
+            self.counts[tuple(stack)] += 1
+
+    def top(self, count: int) -> list[tuple[int, list[str]]]:
+        return [(samples, list(stack)) for stack, samples in self.counts.most_common(count)]
+
+
+async def fastmcp_app(with_token: bool) -> tuple[Any, Callable[[], Awaitable[None]]]:
+    """FastMCP with CodeMode over the 20 tools at ``/mcp``, checking a static bearer token if ``with_token``."""
+    from fastmcp import FastMCP
+    from fastmcp.experimental.transforms.code_mode import CodeMode, MontySandboxProvider
+    from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+
+    verifier = StaticTokenVerifier({TOKEN: {"client_id": "bench", "scopes": []}}) if with_token else None
+    server = FastMCP("bench", auth=verifier)
+    for name, (function, _read_only) in TOOLS.items():
+        server.tool(function, name=name)
+    server.add_transform(CodeMode(sandbox_provider=MontySandboxProvider(), max_tool_calls=FASTMCP_MAX_TOOL_CALLS))
+
+    async def close() -> None:
+        return None
+
+    return server.http_app(path="/mcp"), close
+
+
+async def our_app(max_connections: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
+    """Mycelium's server over the same tools, ``bearer_tokens`` for one agent with write grants."""
+    from mycelium.mcp import bearer_tokens, create_mcp
+
+    authority = McpAuthority(grants=GRANTS, sources=[store_module()])
+    catalog = create_mcp_catalog(
+        load=lambda principal: authority, sandbox=MontySandbox(), max_connections=max_connections
+    )
+    server = create_mcp(catalog=catalog, authenticate=bearer_tokens({TOKEN: Agent("bench-agent")}))
+
+    async def close() -> None:
+        await server.close()
+        await catalog.aclose()
+
+    return server.asgi, close
+
+
+async def serve(arguments: argparse.Namespace) -> None:
+    """Serve ``arguments.serve`` on 127.0.0.1 (ephemeral port) and answer the parent's commands."""
+    import uvicorn
+
+    side, profile = arguments.serve, arguments.profile
+    watch = LoopWatch()
+    ticking = asyncio.create_task(watch.run())
+    stacks = StallStacks(watch, arguments.stall_stacks) if arguments.stall_stacks else None
+    if stacks is not None:
+        stacks.start()
+    if side == "fastmcp":
+        app, close = await fastmcp_app(arguments.fastmcp_auth == "token")
+    else:
+        app, close = await our_app(arguments.max_connections)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve(sockets=[listener]))
+    while not server.started:
+        if serving.done():
+            await serving  # raises what stopped it
+            raise SystemExit(f"{side} server stopped before it started")
+        await asyncio.sleep(0.01)
+    profiler = cProfile.Profile() if profile else None
+    window: dict[str, int] = {"rss": 0, "objects": 0, "peak_reset": False}
+
+    async def command(name: str) -> None:
+        if name == "mark":
+            gc.collect()
+            if arguments.gc_freeze:
+                gc.freeze()
+            window["objects"] = len(gc.get_objects())
+            window["peak_reset"] = reset_peak_rss()
+            window["rss"] = proc_status()["VmRSS"]
+            watch.reset()
+            if stacks is not None:
+                stacks.counts.clear()
+            if profiler is not None:
+                profiler.enable()
+            emit(event="marked")
+        elif name == "report":
+            # The loop figures first: the collection below would otherwise count as a stall.
+            worst, worst_cpu, most_cpu, p99 = watch.worst, watch.worst_cpu, watch.most_cpu, watch.percentile(0.99)
+            gc_worst, gc_generation = watch.gc_worst, watch.gc_generation
+            gc.collect()
+            status = proc_status()
+            emit(
+                event="report",
+                objects_start=window["objects"],
+                objects_end=len(gc.get_objects()),
+                rss_start=window["rss"],
+                rss_end=status["VmRSS"],
+                peak=status["VmHWM"],
+                peak_reset=window["peak_reset"],
+                stall_worst_ms=worst,
+                stall_worst_cpu_ms=worst_cpu,
+                stall_most_cpu_ms=most_cpu,
+                stall_p99_ms=p99,
+                gc_worst_ms=gc_worst,
+                gc_generation=gc_generation,
+                stall_stacks=stacks.top(8) if stacks is not None else [],
+            )
+            watch.reset()
+        elif name == "quit":
+            server.should_exit = True
+
+    loop = asyncio.get_running_loop()
+
+    def read_commands() -> None:
+        for line in sys.stdin:
+            asyncio.run_coroutine_threadsafe(command(line.strip()), loop).result()
+        loop.call_soon_threadsafe(setattr, server, "should_exit", True)
+
+    threading.Thread(target=read_commands, daemon=True).start()
+    emit(event="ready", port=listener.getsockname()[1], pid=os.getpid())
+    await serving
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    ticking.cancel()
+    await close()
+
+
+# --------------------------------------------------------------------------------------
+# Parent: the servers' handles, the clients, the load
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ServerProcess:
+    """A server child: its URL, and one JSON line back per command."""
+
+    side: str
+    process: asyncio.subprocess.Process
+    port: int = 0
+    executes: int = 0
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @classmethod
+    async def start(cls, side: str, arguments: argparse.Namespace) -> ServerProcess:
+        extra = ["--profile", str(Path(arguments.profile) / f"{side}.prof")] if arguments.profile else []
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(ENTRY),
+            "--serve",
+            side,
+            f"--max-connections={arguments.max_connections}",
+            f"--fastmcp-auth={arguments.fastmcp_auth}",
+            f"--stall-stacks={arguments.stall_stacks}",
+            *(["--gc-freeze"] if arguments.gc_freeze else []),
+            *extra,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        handle = cls(side, process)
+        ready = await asyncio.wait_for(handle.read("ready"), 120)
+        handle.port = int(ready["port"])
+        return handle
+
+    async def read(self, event: str) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        while True:
+            line = await self.process.stdout.readline()
+            if not line:
+                raise SystemExit(f"the {self.side} server exited (code {await self.process.wait()})")
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue  # something the server printed on its own
+            if isinstance(message, dict) and message.get("event") == event:
+                return message
+
+    async def command(self, name: str, answer: str | None) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{name}\n".encode())
+        await self.process.stdin.drain()
+        return await self.read(answer) if answer else {}
+
+    async def stop(self) -> None:
+        await self.command("quit", None)
+        try:
+            await asyncio.wait_for(self.process.wait(), 30)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+
+
+async def open_client(stack: AsyncExitStack, url: str) -> Client:
+    """One MCP session of the SDK client on its own HTTP client, bearer token attached."""
+    http: httpx2.AsyncClient = await stack.enter_async_context(
+        create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+    )
+    return await stack.enter_async_context(
+        Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None)
+    )
+
+
+class Failed(Exception):
+    """An execute that did not return the expected value."""
+
+
+async def execute(server: ServerProcess, client: Client, code: str, expected: object) -> float:
+    """One execute; its latency in ms. Raises :class:`Failed` when the answer is not ``expected``."""
+    started = time.perf_counter()
+    result = await client.call_tool("execute", {"code": code})
+    elapsed = (time.perf_counter() - started) * 1000
+    server.executes += 1
+    text = result.content[0].text if result.content and result.content[0].type == "text" else ""
+    if result.is_error:
+        raise Failed(f"{server.side}: execute failed: {text[:500]}")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if isinstance(value, dict) and set(value) == {"result"}:
+        value = value["result"]  # FastMCP wraps a non-object result
+    if value != expected:
+        raise Failed(f"{server.side}: execute returned {text[:500]!r}, expected {expected!r}")
+    return elapsed
+
+
+@dataclass
+class Load:
+    """Requests per second (one per round) and every request's latency (ms)."""
+
+    rates: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+
+
+async def drive(server: ServerProcess, clients: Sequence[Client], seconds: float, into: Load) -> None:
+    """Each client sends one-call executes back to back for ``seconds``."""
+    stop = time.perf_counter() + seconds
+    done = 0
+
+    async def worker(client: Client) -> None:
+        nonlocal done
+        while time.perf_counter() < stop:
+            into.latencies.append(await execute(server, client, ONE_CALL[server.side], EXPECTED_ONE))
+            done += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(client) for client in clients))
+    into.rates.append(done / (time.perf_counter() - started))
+
+
+async def concurrency_level(
+    servers: dict[str, ServerProcess], concurrency: int, arguments: argparse.Namespace
+) -> dict[str, Load]:
+    """Rounds alternating the sides, each worker with its own session, opened before timing."""
+    loads = {side: Load() for side in SIDES}
+    async with AsyncExitStack() as stack:
+        clients = {side: [await open_client(stack, servers[side].url) for _ in range(concurrency)] for side in SIDES}
+        for side in SIDES:
+            for client in clients[side]:  # a first execute per session, untimed
+                await execute(servers[side], client, ONE_CALL[side], EXPECTED_ONE)
+        for round_index in range(arguments.rounds):
+            order = SIDES if round_index % 2 == 0 else SIDES[::-1]
+            for side in order:
+                await drive(servers[side], clients[side], arguments.seconds, loads[side])
+    return loads
+
+
+async def hundred_calls(servers: dict[str, ServerProcess], runs: int) -> dict[str, list[float]]:
+    """Latency (ms) of the 100-call program, the sides interleaved run by run, one session each."""
+    samples: dict[str, list[float]] = {side: [] for side in SIDES}
+    async with AsyncExitStack() as stack:
+        clients = {side: await open_client(stack, servers[side].url) for side in SIDES}
+        for side in SIDES:
+            await execute(servers[side], clients[side], HUNDRED_CALLS[side], EXPECTED_HUNDRED)
+        for _ in range(runs):
+            for side in SIDES:
+                samples[side].append(await execute(servers[side], clients[side], HUNDRED_CALLS[side], EXPECTED_HUNDRED))
+    return samples
+
+
+async def lease_setup(samples: int) -> dict[str, list[float]]:
+    """Microseconds to set up and release a request's lease for an already-loaded principal.
+
+    One runtime over the principal's capabilities, on a :class:`SharedSandbox` (the pool a
+    server shares between principals); per request, the Access built from the authority
+    just read, a lease acquired with the connection's Session, then released. No sandbox
+    run: this is the setup a request pays before its program starts.
+    """
+    shared = SharedSandbox(MontySandbox())
+    module = store_module()
+    session = Session("connection-1")
+    timings: dict[str, list[float]] = {"acquire + release": [], "Access + acquire + release": [], "catalog": []}
+    try:
+        authority = McpAuthority(grants=GRANTS, sources=[module])
+        catalog = create_mcp_catalog(load=lambda principal: authority, sandbox=shared)
+        principal = Agent("bench-agent")
+        try:
+            await catalog.definition(principal, await catalog.refresh(principal))  # loads the principal
+            for _ in range(samples):
+                started = time.perf_counter_ns()
+                await catalog.definition(principal, await catalog.refresh(principal))
+                timings["catalog"].append((time.perf_counter_ns() - started) / 1000)
+        finally:
+            await catalog.aclose()
+        async with Runtime(modules=[module], sandbox=shared) as runtime:
+            access = Access(grants=GRANTS, explicit=True)
+            await (await runtime.acquire(session=session, access=access)).release()
+            for _ in range(samples):
+                started = time.perf_counter_ns()
+                lease = await runtime.acquire(session=session, access=access)
+                await lease.release()
+                timings["acquire + release"].append((time.perf_counter_ns() - started) / 1000)
+                started = time.perf_counter_ns()
+                fresh = Access(grants=GRANTS, explicit=True)
+                lease = await runtime.acquire(session=session, access=fresh)
+                await lease.release()
+                timings["Access + acquire + release"].append((time.perf_counter_ns() - started) / 1000)
+    finally:
+        await shared.aclose()
+    return timings
+
+
+# --------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------
+
+
+def throughput_table(levels: dict[int, dict[str, Load]], arguments: argparse.Namespace) -> list[float]:
+    print(
+        f"\nexecute throughput, one inner call per program: {arguments.rounds} rounds x {arguments.seconds:g} s "
+        "per side and concurrency (req/s: median of the rounds; latency over every request)"
+    )
+    print(
+        f"{'concurrency':<12} {'FastMCP req/s':>13} {'p50 ms':>8} {'p99 ms':>8}   {'ours req/s':>10} "
+        f"{'p50 ms':>8} {'p99 ms':>8}   {'ratio':>6}  target >= {TARGET_RPS_RATIO:g}x"
+    )
+    ratios = []
+    for concurrency, loads in levels.items():
+        theirs, ours = loads["fastmcp"], loads["ours"]
+        theirs_rate, our_rate = statistics.median(theirs.rates), statistics.median(ours.rates)
+        ratio = our_rate / theirs_rate
+        ratios.append(ratio)
+        print(
+            f"{concurrency:<12} {theirs_rate:13.1f} {statistics.median(theirs.latencies):8.2f} "
+            f"{percentile(theirs.latencies, 0.99):8.2f}   {our_rate:10.1f} {statistics.median(ours.latencies):8.2f} "
+            f"{percentile(ours.latencies, 0.99):8.2f}   {ratio:6.2f}  {'ok' if ratio >= TARGET_RPS_RATIO else 'MISSED'}"
+        )
+    return ratios
+
+
+def hundred_table(samples: dict[str, list[float]]) -> float:
+    runs = len(samples["ours"])
+    print(f"\n100 sequential operation calls in one execute, {runs} runs per side, interleaved (ms)")
+    print(f"{'side':<10} {'p50':>8} {'p99':>8}")
+    for side in SIDES:
+        print(f"{LABEL[side]:<10} {statistics.median(samples[side]):8.2f} {percentile(samples[side], 0.99):8.2f}")
+    ratio = statistics.median(samples["ours"]) / statistics.median(samples["fastmcp"])
+    print(f"p50 ratio ours/FastMCP {ratio:.2f} (below 1 is ahead)  {'ok' if ratio < 1 else 'MISSED'}")
+    return ratio
+
+
+def server_table(reports: dict[str, dict[str, Any]], executes: dict[str, int]) -> None:
+    print("\nserver processes over the measured passes (RSS of the server process; its Monty workers are apart)")
+    print(
+        f"{'side':<10} {'executes':>9} {'RSS before':>11} {'RSS after':>10} {'RSS B/exec':>11} {'peak B/exec':>12} "
+        f"{'gc objs/exec':>13}"
+    )
+    for side in SIDES:
+        report, count = reports[side], max(1, executes[side])
+        peak_note = "" if report["peak_reset"] else " (peak counted since start)"
+        print(
+            f"{LABEL[side]:<10} {executes[side]:9,} "
+            f"{report['rss_start'] / MIB:9.1f} M {report['rss_end'] / MIB:8.1f} M "
+            f"{(report['rss_end'] - report['rss_start']) / count:11,.0f} "
+            f"{max(0, report['peak'] - report['rss_start']) / count:12,.0f} "
+            f"{(report['objects_end'] - report['objects_start']) / count:13,.2f}{peak_note}"
+        )
+    print("\nevent loop of each server process: gaps between ticks of a 1 ms ticker task (ms)")
+    print(
+        f"{'side':<10} {'worst gap':>10} {'its loop CPU':>13} {'most loop CPU in a gap':>23} {'p99 gap':>8} "
+        f"{'longest GC':>11}"
+    )
+    for side in SIDES:
+        report = reports[side]
+        print(
+            f"{LABEL[side]:<10} {report['stall_worst_ms']:10.2f} {report['stall_worst_cpu_ms']:13.2f} "
+            f"{report['stall_most_cpu_ms']:23.2f} {report['stall_p99_ms']:8.2f} "
+            f"{report['gc_worst_ms']:8.2f} g{report['gc_generation']}"
+        )
+    print(
+        "(loop CPU: CPU time of the loop's thread within a gap. A gap far longer than its CPU time is mostly\n"
+        " the process waiting for a core, or for the GIL, on a machine shared by client, servers and workers.\n"
+        " A collection holds the GIL, so the longest GC pause (and its generation) is a stall of its own.)"
+    )
+    for side in SIDES:
+        if reports[side]["stall_stacks"]:
+            print(f"\nloop-thread stacks sampled during {LABEL[side]}'s stalls (samples every 2 ms, innermost first)")
+            for samples, stack in reports[side]["stall_stacks"]:
+                print(f"  {samples} samples:")
+                for frame in stack:
+                    print(f"    {frame}")
+
+
+def lease_table(timings: dict[str, list[float]]) -> None:
+    print("\nrequest setup for an already-loaded principal (in process, SharedSandbox, no run), microseconds")
+    names = {
+        "acquire + release": "runtime.acquire(session, access) + release",
+        "Access + acquire + release": "the same with a fresh Access",
+        "catalog": "catalog: refresh + principal's runtime + lease + release",
+    }
+    for name, samples in timings.items():
+        print(f"{names[name]:<58} median {statistics.median(samples):7.1f}  p99 {percentile(samples, 0.99):7.1f}")
+
+
+async def run(arguments: argparse.Namespace) -> None:
+    timings = await lease_setup(arguments.lease_samples)
+    started = await asyncio.gather(*(ServerProcess.start(side, arguments) for side in SIDES))
+    servers = dict(zip(SIDES, started, strict=True))
+    try:
+        async with AsyncExitStack() as stack:  # warm both servers' pools and caches before the window
+            warm = {side: await open_client(stack, servers[side].url) for side in SIDES}
+            for _ in range(arguments.warmup):
+                for side in SIDES:
+                    await execute(servers[side], warm[side], ONE_CALL[side], EXPECTED_ONE)
+        for server in servers.values():
+            await server.command("mark", "marked")
+            server.executes = 0
+        levels = {concurrency: await concurrency_level(servers, concurrency, arguments) for concurrency in CONCURRENCY}
+        samples = await hundred_calls(servers, arguments.runs)
+        reports = {side: await servers[side].command("report", "report") for side in SIDES}
+    finally:
+        await asyncio.gather(*(server.stop() for server in servers.values()))
+    print(f"Mycelium MCP server vs FastMCP CodeMode, 20 tools, HTTP on 127.0.0.1, {os.cpu_count()} cores")
+    rps_ratios = throughput_table(levels, arguments)
+    hundred_ratio = hundred_table(samples)
+    server_table(reports, {side: servers[side].executes for side in SIDES})
+    lease_table(timings)
+    met = all(ratio >= TARGET_RPS_RATIO for ratio in rps_ratios) and hundred_ratio < 1
+    goal = f">= {TARGET_RPS_RATIO:g}x FastMCP's req/s at every concurrency, ahead on 100 calls"
+    print(f"\ntargets ({goal}): {'met' if met else 'MISSED'}")
+    if arguments.profile:
+        print(f"profiles: {arguments.profile}/fastmcp.prof, {arguments.profile}/ours.prof (python -m pstats)")
+
+
+def main() -> None:
+    """Parse the command line; run the bench, or (``--serve``) one server child."""
+    parser = argparse.ArgumentParser(
+        description=sys.modules["__main__"].__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of one throughput round per side")
+    parser.add_argument("--rounds", type=int, default=3, help="throughput rounds per concurrency, sides alternating")
+    parser.add_argument("--runs", type=int, default=40, help="runs of the 100-call program per side")
+    parser.add_argument("--warmup", type=int, default=30, help="untimed executes per side before measuring")
+    parser.add_argument("--lease-samples", type=int, default=5_000)
+    parser.add_argument("--max-connections", type=int, default=32, help="our server's connection bound")
+    parser.add_argument(
+        "--fastmcp-auth", choices=("token", "none"), default="token", help="FastMCP checks a bearer token, or none"
+    )
+    parser.add_argument("--profile", metavar="DIR", help="run each server under cProfile, write DIR/<side>.prof")
+    parser.add_argument(
+        "--stall-stacks",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="diagnostic: sample each server's loop-thread stack whenever its loop has not ticked for MS",
+    )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="both servers call gc.freeze() after the warm-up, so full collections skip what start-up made",
+    )
+    parser.add_argument("--serve", choices=SIDES, help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.profile:
+        Path(arguments.profile).mkdir(parents=True, exist_ok=True)
+    if arguments.serve:
+        asyncio.run(serve(arguments))
+    else:
+        asyncio.run(run(arguments))
