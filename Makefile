@@ -6,9 +6,10 @@ BIN := $(VENV)/bin
 
 .PHONY: run test
 
+# Serves the notes app over MCP in the foreground (Ctrl-C stops it); its data stays in .mycelium-data/.
 run: $(VENV)/.run-installed
 	$(BIN)/python examples/quickstart.py
-	$(BIN)/python examples/notes_app.py
+	$(BIN)/mycelium serve examples/notes_app.py
 
 test: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

@@ -12,6 +12,7 @@ stopping the server (Ctrl-C) loses nothing. ``python examples/notes_app.py`` ser
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -24,6 +25,8 @@ from pydantic import BaseModel, Field
 from mycelium import Module
 from mycelium.mcp import McpAuthority, McpCatalog, Principal, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox
+
+logger = logging.getLogger("notes_app")
 
 DATA_DIR_ENV = "MYCELIUM_DATA_DIR"
 DEFAULT_DATA_DIR = Path(".mycelium-data") / "notes"
@@ -323,7 +326,9 @@ def create_catalog(folder: Path | None = None) -> McpCatalog:
     ``folder`` defaults to :func:`data_dir`. The modules are built once, so every load
     returns the same objects and the catalog reuses their runtime.
     """
-    modules = build_modules(NotesStore.open(folder if folder is not None else data_dir()))
+    store = NotesStore.open(folder if folder is not None else data_dir())
+    logger.info("notes are kept in %s", store.path.resolve())
+    modules = build_modules(store)
     authority = McpAuthority(
         grants={module.id: "write" for module in modules}, sources=modules, instructions=INSTRUCTIONS
     )
@@ -337,6 +342,9 @@ def create_catalog(folder: Path | None = None) -> McpCatalog:
 
 
 if __name__ == "__main__":
+    import sys
+
     from mycelium.cli import main
 
-    main(["serve", f"{__file__}:create_catalog"])
+    # `python examples/notes_app.py [--port 9000 ...]` is `mycelium serve examples/notes_app.py [...]`.
+    main(["serve", f"{__file__}:create_catalog", *sys.argv[1:]])

@@ -1,0 +1,581 @@
+"""The ``mycelium`` command: ``mycelium serve APP`` serves an app's catalog over MCP.
+
+``APP`` names an :class:`~mycelium.mcp.McpCatalog`, or a zero-argument factory (sync or
+async) returning one, as ``package.module:attribute`` or ``path/to/app.py:attribute``;
+the attribute defaults to ``create_catalog``. Over Streamable HTTP (the default) the
+catalog is served at ``/mcp`` with uvicorn, behind a bearer token; over stdio it is
+served to the one client that launched the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import importlib
+import importlib.util
+import inspect
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+import uvicorn
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .mcp import McpCatalogProvider, McpServer, Member, Refused, bearer_tokens, create_mcp
+
+__all__ = ["DEFAULT_ATTRIBUTE", "AppError", "ServeError", "load_catalog", "main", "parse_app", "resolve_catalog"]
+
+DEFAULT_ATTRIBUTE = "create_catalog"
+"""The attribute ``mycelium serve`` looks for when ``APP`` names none."""
+TOKEN_ENV = "MYCELIUM_TOKEN"
+LOCAL_PRINCIPAL = Member("local", "owner")
+"""Who the served catalog's caller is: the token holder over HTTP, the launching client over stdio."""
+MCP_PATH = "/mcp"
+GRACEFUL_SHUTDOWN_SECONDS = 10
+"""How long a stop waits for requests still running before cancelling them."""
+
+# Exit codes: 2 like click's usage errors (the APP cannot be served), 1 when serving fails.
+EXIT_BAD_APP = 2
+EXIT_FAILED = 1
+
+logger = logging.getLogger("mycelium.cli")
+
+cli = typer.Typer(
+    name="mycelium",
+    help="Mycelium: typed host operations for AI agents, through one sandboxed execute tool.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class AppError(Exception):
+    """``APP`` cannot be served; the message says why, for the person who typed it."""
+
+
+class ServeError(Exception):
+    """Serving failed (the port is taken, the server did not start); the message says why."""
+
+
+class Transport(enum.StrEnum):
+    """How ``mycelium serve`` talks to clients."""
+
+    http = "http"
+    stdio = "stdio"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading APP
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """A parsed ``APP``: a module name or a ``.py`` file, and a (dotted) attribute."""
+
+    module: str | None
+    file: Path | None
+    attribute: str
+
+    def __str__(self) -> str:
+        return f"{self.file if self.file is not None else self.module}:{self.attribute}"
+
+
+def parse_app(app: str) -> AppSpec:
+    """Parse ``module:attribute``, ``path.py:attribute``, ``path.py`` or ``module``.
+
+    A target ending in ``.py`` or containing a path separator is a file; anything else a
+    module name. The attribute defaults to :data:`DEFAULT_ATTRIBUTE`.
+    """
+    target, colon, attribute = app.rpartition(":")
+    if not colon:
+        target, attribute = app, DEFAULT_ATTRIBUTE
+    if not target:
+        raise AppError(f"APP {app!r} names no module or file; expected module:attribute or path.py:attribute")
+    if not attribute or not all(part.isidentifier() for part in attribute.split(".")):
+        raise AppError(f"APP {app!r}: {attribute!r} is not an attribute name")
+    if target.endswith(".py") or "/" in target or os.sep in target:
+        return AppSpec(module=None, file=Path(target), attribute=attribute)
+    if not all(part.isidentifier() for part in target.split(".")):
+        raise AppError(f"APP {app!r}: {target!r} is neither a module name nor a .py file")
+    return AppSpec(module=target, file=None, attribute=attribute)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an exception raised by the app's own code, with where it was raised."""
+    where = ""
+    frames = inspect.getinnerframes(exc.__traceback__) if exc.__traceback__ is not None else []
+    if frames:
+        where = f" (at {frames[-1].filename}:{frames[-1].lineno})"
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _import(spec: AppSpec) -> object:
+    if spec.file is not None:
+        path = spec.file.resolve()
+        if not path.is_file():
+            raise AppError(f"no such file: {spec.file}")
+        # The file's module name is its stem, unless that would replace a module already loaded.
+        name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else f"_mycelium_app_{path.stem}"
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise AppError(f"cannot load {spec.file} as a Python module")
+        module = importlib.util.module_from_spec(loader_spec)
+        # Like `python app.py`: the file's folder comes first, so it can import its neighbours;
+        # and the module is registered before it runs, so pydantic can resolve its annotations.
+        sys.path.insert(0, str(path.parent))
+        sys.modules[name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[name]
+            raise AppError(f"loading {spec.file} raised {_describe(exc)}") from exc
+        return module
+    assert spec.module is not None
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        # The `mycelium` script's own folder is sys.path[0], not the current one.
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(spec.module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (spec.module == exc.name or spec.module.startswith(exc.name + ".")):
+            raise AppError(f"no module named {exc.name!r} (APP {spec})") from exc
+        raise AppError(f"importing {spec.module} raised {_describe(exc)}") from exc
+    except Exception as exc:
+        raise AppError(f"importing {spec.module} raised {_describe(exc)}") from exc
+
+
+def _is_catalog(value: object) -> bool:
+    # A class satisfies the protocol's attribute check too; only an instance is a catalog.
+    return isinstance(value, McpCatalogProvider) and not isinstance(value, type)
+
+
+async def resolve_catalog(value: object, where: str) -> McpCatalogProvider:
+    """``value`` itself if it is a catalog, else the catalog its zero-argument factory returns.
+
+    A catalog is an :class:`~mycelium.mcp.McpCatalog` (from ``create_mcp_catalog``) or any
+    other :class:`~mycelium.mcp.McpCatalogProvider`.
+    """
+    if _is_catalog(value):
+        assert isinstance(value, McpCatalogProvider)
+        return value
+    if not callable(value):
+        raise AppError(f"{where} is a {type(value).__name__}, not an McpCatalog or a factory returning one")
+    try:
+        inspect.signature(value).bind()
+    except TypeError:
+        raise AppError(f"{where} must be callable with no arguments to make the catalog") from None
+    except ValueError:
+        pass  # a builtin without a signature: just call it
+    try:
+        made: Any = value()
+        if inspect.isawaitable(made):
+            made = await made
+    except Exception as exc:
+        raise AppError(f"calling {where} raised {_describe(exc)}") from exc
+    if not _is_catalog(made):
+        closer = getattr(made, "aclose", None)
+        if callable(closer):
+            with contextlib.suppress(Exception):
+                await closer()
+        raise AppError(
+            f"{where} returned a {type(made).__name__}, not an McpCatalog "
+            "(make one with mycelium.mcp.create_mcp_catalog)"
+        )
+    assert isinstance(made, McpCatalogProvider)
+    return made
+
+
+async def aclose_catalog(catalog: McpCatalogProvider) -> None:
+    """Close ``catalog`` if it can be closed (an ``McpCatalog`` closes its runtimes and sandbox)."""
+    closer = getattr(catalog, "aclose", None)
+    if callable(closer):
+        await closer()
+
+
+async def load_catalog(app: str) -> McpCatalogProvider:
+    """Import ``APP`` and return its catalog, calling (and awaiting) a factory. Raises :class:`AppError`."""
+    spec = parse_app(app)
+    value: object = _import(spec)
+    walked: list[str] = []
+    for part in spec.attribute.split("."):
+        walked.append(part)
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            target = spec.file if spec.file is not None else spec.module
+            raise AppError(f"{target} has no attribute {'.'.join(walked)!r}") from None
+    return await resolve_catalog(value, str(spec))
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{MCP_PATH}"
+
+
+def _launcher() -> list[str]:
+    """How another program starts this command: the installed script, else ``python -m mycelium.cli``."""
+    script = Path(sys.executable).parent / "mycelium"
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-m", "mycelium.cli"]
+
+
+def _app_for_launch(app: str) -> str:
+    """``APP`` with a file target made absolute, so it works from any folder."""
+    spec = parse_app(app)
+    if spec.file is None:
+        return app
+    return f"{spec.file.resolve()}:{spec.attribute}"
+
+
+def _print_banner(out: Console, *, app: str, name: str, url: str, token: str, token_source: str, cwd: str) -> None:
+    if token_source == "generated":
+        shown, note = token, f"generated for this run; set {TOKEN_ENV} to choose one"
+        header = f"Bearer {token}"
+        shell_header = header
+    else:
+        # The operator chose this secret; keep it out of terminals and logs.
+        placeholder = f"${TOKEN_ENV}" if token_source == "env" else "<token>"
+        shown, note = "(not shown)", f"from {TOKEN_ENV}" if token_source == "env" else "from --token"
+        header = f"Bearer <{TOKEN_ENV if token_source == 'env' else 'token'}>"
+        shell_header = f"Bearer {placeholder}"
+    out.print(f"[bold]Mycelium[/] is serving [bold]{escape(app)}[/] over MCP (Streamable HTTP)")
+    out.print(f"  URL    {escape(url)}")
+    out.print(f"  Token  {escape(shown)}  [dim]({escape(note)})[/]")
+    out.print()
+    out.print("[bold]MCP Inspector[/] (command line):")
+    inspector = (
+        f"npx -y @modelcontextprotocol/inspector --cli {url} "
+        f'--header "Authorization: {shell_header}" --method tools/list'
+    )
+    out.print(f"  {escape(inspector)}", highlight=False)
+    out.print()
+    out.print("[bold]Agents that connect over HTTP[/] (e.g. Claude Code's .mcp.json, Cursor's mcp.json):")
+    http_config = {"mcpServers": {name: {"type": "http", "url": url, "headers": {"Authorization": header}}}}
+    out.print_json(data=http_config)
+    out.print()
+    out.print(
+        "[bold]Desktop agents that launch servers[/] (e.g. Claude Desktop's claude_desktop_config.json), over stdio:"
+    )
+    launch = _launcher()
+    stdio_config = {
+        "mcpServers": {
+            name: {
+                "command": launch[0],
+                "args": [*launch[1:], "serve", _app_for_launch(app), "--transport", "stdio", "--cwd", cwd],
+            }
+        }
+    }
+    out.print_json(data=stdio_config)
+    out.print()
+    out.print("Press Ctrl-C to stop.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving
+
+
+class _AsgiEndpoint:
+    """``server.asgi`` as a Starlette route endpoint.
+
+    Starlette treats a function or bound method as a request handler; an object with
+    ``__call__`` is mounted as a plain ASGI app, which is what ``server.asgi`` is.
+    """
+
+    def __init__(self, server: McpServer) -> None:
+        self._server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._server.asgi(scope, receive, send)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server without its signal handling: the CLI stops it, in order, itself."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket, so the URL printed (with the real port when ``port`` is 0) is already reachable."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ServeError(f"cannot listen on {host}:{port}: {exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc}") from exc
+    return sock
+
+
+async def _stop_on_signal(stop: anyio.Event, second: Any) -> None:
+    """Set ``stop`` at the first SIGINT/SIGTERM; call ``second()`` at the next one."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            if not stop.is_set():
+                logger.info("%s: stopping (again to stop at once)", signal.Signals(signum).name)
+                stop.set()
+            else:
+                second()
+
+
+async def _serve_http(
+    catalog: McpCatalogProvider,
+    *,
+    app: str,
+    name: str,
+    host: str,
+    port: int,
+    token: str,
+    token_source: str,
+    out: Console,
+) -> None:
+    server = create_mcp(catalog=catalog, authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}), name=name)
+    sock = _bind(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    url = _url(host if host not in ("0.0.0.0", "::") else bound_host, bound_port)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with server.running():
+            # Printed only now: the socket already listens, and the MCP server is ready.
+            _print_banner(out, app=app, name=name, url=url, token=token, token_source=token_source, cwd=os.getcwd())
+            yield
+
+    web_app = Starlette(routes=[Route(MCP_PATH, _AsgiEndpoint(server))], lifespan=lifespan)
+    web = _Uvicorn(
+        uvicorn.Config(
+            web_app,
+            lifespan="on",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )
+    )
+    stop = anyio.Event()
+
+    def force() -> None:
+        web.force_exit = True
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, stop, force)
+
+            async def stop_when_asked() -> None:
+                await stop.wait()
+                # Close the MCP streams first: an open event stream would hold uvicorn's
+                # shutdown until its grace period ends.
+                await server.close()
+                web.should_exit = True
+
+            tg.start_soon(stop_when_asked)
+            try:
+                await web.serve(sockets=[sock])
+            except SystemExit:
+                raise ServeError("the server failed to start (see the log above)") from None
+            if not web.started:
+                raise ServeError("the server failed to start (see the log above)")
+            tg.cancel_scope.cancel()
+    finally:
+        sock.close()
+        await server.close()
+
+
+async def _serve_stdio(catalog: McpCatalogProvider, *, name: str) -> None:
+    def refuse_http(_: object) -> Refused:
+        return Refused(401)
+
+    server: McpServer = create_mcp(catalog=catalog, authenticate=refuse_http, name=name)
+    try:
+        async with anyio.create_task_group() as tg:
+            stop = anyio.Event()
+            tg.start_soon(_stop_on_signal, stop, tg.cancel_scope.cancel)
+
+            async def cancel_when_asked() -> None:
+                await stop.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(cancel_when_asked)
+            logger.info("serving over stdio as %s", LOCAL_PRINCIPAL)
+            await server.serve_stdio(LOCAL_PRINCIPAL)
+            tg.cancel_scope.cancel()
+    finally:
+        await server.close()
+
+
+async def _serve(
+    app: str, *, transport: Transport, name: str, host: str, port: int, token: str, token_source: str, out: Console
+) -> None:
+    # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
+    redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
+    with redirect:
+        catalog = await load_catalog(app)
+    try:
+        if transport is Transport.stdio:
+            await _serve_stdio(catalog, name=name)
+        else:
+            await _serve_http(
+                catalog, app=app, name=name, host=host, port=port, token=token, token_source=token_source, out=out
+            )
+    finally:
+        with anyio.CancelScope(shield=True):
+            await aclose_catalog(catalog)
+    logger.info("stopped")
+
+
+_NOISY_LOGGERS = ("uvicorn", "mcp", "httpx", "httpx2", "sse_starlette")
+
+
+@contextlib.contextmanager
+def _logging_to(console: Console, level: str) -> Iterator[None]:
+    """Send logs to ``console`` at ``level`` while serving; restore the previous set-up afterwards.
+
+    Restoring matters when ``main()`` runs inside another program (tests, a host's own tool).
+    """
+    numeric = logging.getLevelNamesMapping()[level.upper()]
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    noisy = [logging.getLogger(name) for name in _NOISY_LOGGERS]
+    saved_noisy = [each.level for each in noisy]
+    handler: logging.Handler
+    if console.is_terminal:
+        handler = RichHandler(console=console, show_path=False)
+    else:
+        # A log file or a client's log pane: one plain line per record, never wrapped or padded.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.handlers = [handler]
+    root.setLevel(numeric)
+    if numeric > logging.DEBUG:
+        # Per-request chatter from the server libraries; their warnings and errors still show.
+        for each in noisy:
+            each.setLevel(max(numeric, logging.WARNING))
+    try:
+        yield
+    finally:
+        root.handlers = saved_handlers
+        root.setLevel(saved_level)
+        for each, saved in zip(noisy, saved_noisy, strict=True):
+            each.setLevel(saved)
+
+
+@cli.callback()
+def _root() -> None:
+    """Mycelium: typed host operations for AI agents, through one sandboxed execute tool."""
+
+
+@cli.command()
+def serve(
+    ctx: typer.Context,
+    app: Annotated[
+        str,
+        typer.Argument(
+            metavar="APP",
+            help=f"module:attribute or path/to/app.py[:attribute] (default attribute: {DEFAULT_ATTRIBUTE}), "
+            "naming an McpCatalog or a zero-argument factory (sync or async) returning one.",
+            show_default=False,
+        ),
+    ],
+    host: Annotated[str, typer.Option(help="Interface to listen on (HTTP).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on (HTTP); 0 picks a free one.")] = 8000,
+    transport: Annotated[
+        Transport, typer.Option(help="http: Streamable HTTP at /mcp. stdio: for clients that launch the server.")
+    ] = Transport.http,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar=TOKEN_ENV,
+            show_envvar=True,
+            help="Bearer token clients must send (HTTP). Prefer the environment variable: a command line "
+            "is visible to other users. Without one, a token is generated and printed.",
+            show_default=False,
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option(help="Server name announced to clients.")] = "mycelium",
+    cwd: Annotated[
+        Path | None,
+        typer.Option(
+            help="Change to this folder first (for clients that launch the server from elsewhere).",
+            file_okay=False,
+            exists=True,
+        ),
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error (logs go to stderr).")] = "info",
+) -> None:
+    """Serve APP's catalog over MCP: Streamable HTTP at /mcp (default) or stdio."""
+    err = Console(stderr=True, soft_wrap=True)
+    # In stdio mode stdout carries the protocol, so everything for people goes to stderr.
+    out = err if transport is Transport.stdio else Console(soft_wrap=True)
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise typer.BadParameter(f"{log_level!r} is not one of debug, info, warning, error", param_hint="--log-level")
+    if cwd is not None:
+        os.chdir(cwd)
+    if token is not None and not token.strip():
+        raise typer.BadParameter("the token may not be empty", param_hint=f"--token / {TOKEN_ENV}")
+    source = ctx.get_parameter_source("token")
+    # typer bundles its own click, so the source is compared by name.
+    from_env = source is not None and source.name == "ENVIRONMENT"
+    token_source = "generated" if token is None else "env" if from_env else "option"
+    if token is None:
+        token = secrets.token_urlsafe(32)
+    try:
+        with _logging_to(err, log_level):
+            anyio.run(
+                lambda: _serve(
+                    app,
+                    transport=transport,
+                    name=name,
+                    host=host,
+                    port=port,
+                    token=token,
+                    token_source=token_source,
+                    out=out,
+                ),
+                backend="asyncio",
+            )
+    except AppError as exc:
+        err.print(f"[bold red]Error:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_BAD_APP) from None
+    except ServeError as exc:
+        err.print(f"[bold red]Error:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_FAILED) from None
+    except KeyboardInterrupt:
+        # Ctrl-C before serving began (while the app was loading): nothing was served.
+        err.print("Interrupted.")
+        raise typer.Exit(130) from None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the ``mycelium`` command (``argv`` defaults to ``sys.argv[1:]``)."""
+    cli(args=list(argv) if argv is not None else None, prog_name="mycelium")
+
+
+if __name__ == "__main__":
+    main()
