@@ -60,6 +60,7 @@ class Host:
     grants: dict[str, dict[str, Grant]] = field(default_factory=dict)
     revoked_tokens: set[str] = field(default_factory=set)
     loads: int = 0
+    on_create: Callable[[], Awaitable[None]] | None = None
     on_delete: Callable[[], Awaitable[None]] | None = None
     module: Module = field(init=False)
     reports: Module = field(init=False)
@@ -74,8 +75,10 @@ class Host:
             return [Note(id=i, text=t) for i, t in sorted(self.notes.items()) if text in t]
 
         @notes.operation(access="write")
-        def create(text: str) -> Note:
+        async def create(text: str) -> Note:
             """Create a note."""
+            if self.on_create is not None:
+                await self.on_create()
             new = max(self.notes, default=0) + 1
             self.notes[new] = text
             self.writes.append(("create", new))

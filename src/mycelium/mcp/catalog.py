@@ -111,12 +111,14 @@ class McpCatalogProvider(Protocol):
         ...
 
     async def open(
-        self, connection_id: str, principal: Principal, *, bound: int, busy: Collection[str]
+        self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
     ) -> list[str] | None:
         """Atomically record a new connection within ``bound`` open ones.
 
-        Returns the connection ids evicted to make room (least recently used, never one in
-        ``busy``), or ``None`` when every open connection is busy: nothing is recorded then.
+        The server has already made room among the connections it holds in memory and
+        passes their ids as ``keep``; what may still be evicted are records it does not hold
+        (left by an earlier process), least recently used first. Returns the ids evicted,
+        or ``None`` when there is no room: nothing is recorded then.
         """
         ...
 
@@ -211,10 +213,10 @@ class McpCatalog:
         return self._shared
 
     async def open(
-        self, connection_id: str, principal: Principal, *, bound: int, busy: Collection[str]
+        self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
     ) -> list[str] | None:
         """Record a new connection, evicting least recently used idle ones beyond ``bound``."""
-        return await self._connections.open(connection_id, principal_key(principal), bound=bound, busy=busy)
+        return await self._connections.open(connection_id, principal_key(principal), bound=bound, keep=keep)
 
     async def resume(self, connection_id: str, principal: Principal) -> bool:
         """Whether the connection is open and bound to ``principal``."""

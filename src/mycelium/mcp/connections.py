@@ -29,12 +29,12 @@ class ConnectionStore(Protocol):
     """Records which connections are open and whose they are."""
 
     async def open(
-        self, connection_id: str, principal: str, *, bound: int, busy: Collection[str] = ()
+        self, connection_id: str, principal: str, *, bound: int, keep: Collection[str] = ()
     ) -> list[str] | None:
         """Record ``connection_id`` as open for ``principal``, keeping at most ``bound`` open.
 
         Returns the ids evicted to make room (least recently used first, never one in
-        ``busy``), or ``None`` when there is no room: nothing is recorded then.
+        ``keep``), or ``None`` when there is no room: nothing is recorded then.
         """
         ...
 
@@ -62,13 +62,13 @@ class MemoryConnections:
         self._open: OrderedDict[str, str] = OrderedDict()  # least recently used first
 
     async def open(
-        self, connection_id: str, principal: str, *, bound: int, busy: Collection[str] = ()
+        self, connection_id: str, principal: str, *, bound: int, keep: Collection[str] = ()
     ) -> list[str] | None:
         """Record the connection, evicting least recently used idle ones beyond ``bound``."""
         if connection_id in self._open:
             return None
         excess = len(self._open) + 1 - bound
-        evicted = [known for known in self._open if known not in busy][: max(excess, 0)]
+        evicted = [known for known in self._open if known not in keep][: max(excess, 0)]
         if len(evicted) < excess:
             return None
         for known in evicted:
@@ -117,7 +117,7 @@ class SqliteConnections:
             )
 
     async def open(
-        self, connection_id: str, principal: str, *, bound: int, busy: Collection[str] = ()
+        self, connection_id: str, principal: str, *, bound: int, keep: Collection[str] = ()
     ) -> list[str] | None:
         """Record the connection, evicting least recently used idle ones beyond ``bound``, in one transaction."""
 
@@ -131,7 +131,7 @@ class SqliteConnections:
                         return None
                     rows = db.execute("SELECT id FROM mcp_connections ORDER BY used_at, rowid").fetchall()
                     excess = len(rows) + 1 - bound
-                    evicted = [row[0] for row in rows if row[0] not in busy][: max(excess, 0)]
+                    evicted = [row[0] for row in rows if row[0] not in keep][: max(excess, 0)]
                     if len(evicted) < excess:
                         db.execute("ROLLBACK")
                         return None

@@ -272,8 +272,12 @@ class McpServer:
 
     async def _open(self, session_id: str, principal: Principal) -> bool:
         async with self._admitting:
-            busy = [known for known, connection in self._connections.items() if connection.running]
-            evicted = await self._catalog.open(session_id, principal, bound=self._catalog.max_connections, busy=busy)
+            if not await self._make_room():
+                await self._discard(session_id)
+                return False
+            evicted = await self._catalog.open(
+                session_id, principal, bound=self._catalog.max_connections, keep=list(self._connections)
+            )
             if evicted is None:
                 await self._discard(session_id)
                 return False
@@ -282,6 +286,16 @@ class McpServer:
             self._connections[session_id] = _Connection(principal_key(principal), resumed=False)
             return True
 
+    async def _make_room(self) -> bool:
+        """Evict held connections, least recently used idle first, until one more fits; whether it does."""
+        while len(self._connections) >= self._catalog.max_connections:
+            idle = next((known for known, held in self._connections.items() if not held.running), None)
+            if idle is None:
+                return False
+            await self._discard(idle)
+            await self._catalog.close(idle)
+        return True
+
     async def _resume(self, session_id: str, principal: Principal, scope: Scope) -> bool:
         """Take a connection this process does not hold back into memory, if the catalog says it is open."""
         async with self._admitting:
@@ -289,12 +303,7 @@ class McpServer:
                 return self._connections[session_id].principal == principal_key(principal)
             if not await self._catalog.resume(session_id, principal):
                 return False
-            idle = [known for known, connection in self._connections.items() if not connection.running]
-            while len(self._connections) >= self._catalog.max_connections and idle:
-                gone = idle.pop(0)
-                await self._discard(gone)
-                await self._catalog.close(gone)
-            if len(self._connections) >= self._catalog.max_connections:
+            if not await self._make_room():
                 return False
             self._connections[session_id] = _Connection(principal_key(principal), resumed=True)
             if not await self._revive(session_id, scope):
