@@ -151,6 +151,27 @@ def test_serve_says_when_the_port_is_taken_and_exits_1(app_dir: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_serve_says_when_the_mcp_server_fails_to_start_and_exits_1(
+    app_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Unstartable:
+        asgi = None
+
+        @asynccontextmanager
+        async def running(self) -> AsyncIterator[None]:
+            raise RuntimeError("no session manager today")
+            yield
+
+        async def close(self) -> None:
+            pass
+
+    monkeypatch.setattr("mycelium.cli.create_mcp", lambda **_: Unstartable())
+    result = CliRunner().invoke(cli, ["serve", f"{app_name(app_dir)}.py", "--port", "0"])
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "the server failed to start" in result.stderr
+    assert "URL" not in result.stdout  # nothing is announced that does not serve
+
+
 def test_app_spec_tells_files_from_modules() -> None:
     assert str(parse_app("pkg.mod")) == "pkg.mod:create_catalog"
     assert str(parse_app("apps/notes.py")) == "apps/notes.py:create_catalog"

@@ -359,8 +359,9 @@ async def _serve_http(
 ) -> None:
     server = create_mcp(catalog=catalog, authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}), name=name)
     sock = _bind(host, port)
-    bound_host, bound_port = sock.getsockname()[:2]
-    url = _url(host if host not in ("0.0.0.0", "::") else bound_host, bound_port)
+    bound_port = sock.getsockname()[1]
+    # A wildcard address listens on loopback too; that is the address a local client can use.
+    url = _url({"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host), bound_port)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -396,16 +397,16 @@ async def _serve_http(
                 web.should_exit = True
 
             tg.start_soon(stop_when_asked)
-            try:
+            # uvicorn exits the process (SystemExit) when the app's startup fails.
+            with contextlib.suppress(SystemExit):
                 await web.serve(sockets=[sock])
-            except SystemExit:
-                raise ServeError("the server failed to start (see the log above)") from None
-            if not web.started:
-                raise ServeError("the server failed to start (see the log above)")
             tg.cancel_scope.cancel()
     finally:
         sock.close()
         await server.close()
+    if not web.started:
+        # Raised here, outside the task group, so it is not wrapped in an exception group.
+        raise ServeError("the server failed to start (see the log above)")
 
 
 async def _serve_stdio(catalog: McpCatalogProvider, *, name: str) -> None:
