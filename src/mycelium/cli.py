@@ -37,7 +37,17 @@ from starlette.types import Receive, Scope, Send
 
 from .mcp import McpCatalogProvider, McpServer, Member, Refused, bearer_tokens, create_mcp
 
-__all__ = ["DEFAULT_ATTRIBUTE", "AppError", "ServeError", "load_catalog", "main", "parse_app", "resolve_catalog"]
+__all__ = [
+    "DEFAULT_ATTRIBUTE",
+    "AppError",
+    "AppSpec",
+    "ServeError",
+    "cli",
+    "load_catalog",
+    "main",
+    "parse_app",
+    "resolve_catalog",
+]
 
 DEFAULT_ATTRIBUTE = "create_catalog"
 """The attribute ``mycelium serve`` looks for when ``APP`` names none."""
