@@ -46,6 +46,7 @@ GRANTS = {MODULE_ID: "write"}
 SIDES = ("fastmcp", "ours")
 LABEL = {"fastmcp": "FastMCP", "ours": "ours"}
 CONCURRENCY = (1, 4, 16)
+WARMUP_SESSIONS = 4
 TARGET_RPS_RATIO = 1.5
 KIB = 1024
 MIB = 1024 * KIB
@@ -433,7 +434,7 @@ async def serve(arguments: argparse.Namespace) -> None:
     """Serve ``arguments.serve`` on 127.0.0.1 (ephemeral port) and answer the parent's commands."""
     import uvicorn
 
-    side, profile = arguments.serve, arguments.profile
+    side, profile = arguments.serve, arguments.profile_file
     watch = LoopWatch()
     ticking = asyncio.create_task(watch.run())
     stacks = StallStacks(watch, arguments.stall_stacks) if arguments.stall_stacks else None
@@ -535,7 +536,7 @@ class ServerProcess:
 
     @classmethod
     async def start(cls, side: str, arguments: argparse.Namespace) -> ServerProcess:
-        extra = ["--profile", str(Path(arguments.profile) / f"{side}.prof")] if arguments.profile else []
+        extra = ["--profile-file", str(Path(arguments.profile) / f"{side}.prof")] if arguments.profile else []
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             str(ENTRY),
@@ -668,6 +669,20 @@ async def hundred_calls(servers: dict[str, ServerProcess], runs: int) -> dict[st
             for side in SIDES:
                 samples[side].append(await execute(servers[side], clients[side], HUNDRED_CALLS[side], EXPECTED_HUNDRED))
     return samples
+
+
+async def warm_up(server: ServerProcess, executes: int) -> None:
+    """Untimed executes from a few sessions at once, so that pools, caches and allocator arenas
+    have grown before the measured window (the first thousand executes grow RSS most)."""
+    async with AsyncExitStack() as stack:
+        clients = [await open_client(stack, server.url) for _ in range(WARMUP_SESSIONS)]
+
+        async def worker(client: Client) -> None:
+            for _ in range(executes // WARMUP_SESSIONS):
+                await execute(server, client, ONE_CALL[server.side], EXPECTED_ONE)
+            await execute(server, client, HUNDRED_CALLS[server.side], EXPECTED_HUNDRED)
+
+        await asyncio.gather(*(worker(client) for client in clients))
 
 
 async def lease_setup(samples: int) -> dict[str, list[float]]:
@@ -809,11 +824,7 @@ async def run(arguments: argparse.Namespace) -> None:
     started = await asyncio.gather(*(ServerProcess.start(side, arguments) for side in SIDES))
     servers = dict(zip(SIDES, started, strict=True))
     try:
-        async with AsyncExitStack() as stack:  # warm both servers' pools and caches before the window
-            warm = {side: await open_client(stack, servers[side].url) for side in SIDES}
-            for _ in range(arguments.warmup):
-                for side in SIDES:
-                    await execute(servers[side], warm[side], ONE_CALL[side], EXPECTED_ONE)
+        await asyncio.gather(*(warm_up(server, arguments.warmup) for server in servers.values()))
         for server in servers.values():
             await server.command("mark", "marked")
             server.executes = 0
@@ -842,7 +853,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of one throughput round per side")
     parser.add_argument("--rounds", type=int, default=3, help="throughput rounds per concurrency, sides alternating")
     parser.add_argument("--runs", type=int, default=40, help="runs of the 100-call program per side")
-    parser.add_argument("--warmup", type=int, default=30, help="untimed executes per side before measuring")
+    parser.add_argument("--warmup", type=int, default=1_000, help="untimed executes per side before measuring")
     parser.add_argument("--lease-samples", type=int, default=5_000)
     parser.add_argument("--max-connections", type=int, default=32, help="our server's connection bound")
     parser.add_argument(
@@ -862,6 +873,7 @@ def main() -> None:
         help="both servers call gc.freeze() after the warm-up, so full collections skip what start-up made",
     )
     parser.add_argument("--serve", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-file", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.profile:
         Path(arguments.profile).mkdir(parents=True, exist_ok=True)
