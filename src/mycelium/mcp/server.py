@@ -486,8 +486,9 @@ class _RequestAccess:
             answer = await session.elicit_form(
                 message=message, requested_schema=_APPROVAL_SCHEMA, related_request_id=self._ctx.request_id
             )
-        except Exception:
-            logger.warning("the client's answer to a confirmation could not be used; declined", exc_info=True)
+        except Exception as exc:
+            # A closed connection or a malformed answer: nobody approved. Said in one line; it is routine.
+            logger.info("no usable answer to a confirmation of %s (%s); declined", request.path, type(exc).__name__)
             return False
         if answer.action != "accept" or (answer.content or {}).get("approve", True) is not True:
             return False
