@@ -53,10 +53,10 @@ async def test_an_id_already_open_is_not_opened_again(store: ConnectionStore) ->
 
 
 async def test_resume_answers_only_for_the_principal_that_opened_it(store: ConnectionStore) -> None:
-    await store.open("a", "member:alice:owner", bound=4)
-    assert await store.resume("a", "member:alice:owner")
-    assert not await store.resume("a", "agent:alice")
-    assert not await store.resume("unknown", "member:alice:owner")
+    await store.open("a", '["member","alice","owner"]', bound=4)
+    assert await store.resume("a", '["member","alice","owner"]')
+    assert not await store.resume("a", '["agent","alice"]')
+    assert not await store.resume("unknown", '["member","alice","owner"]')
 
 
 async def test_close_forgets_and_is_idempotent(store: ConnectionStore) -> None:

@@ -8,6 +8,7 @@ itself, so a principal may be logged, stored with a connection and compared free
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -68,18 +69,21 @@ Principal: TypeAlias = Member | Agent | TeamKey
 
 
 def principal_key(principal: Principal) -> str:
-    """A stable text form of ``principal`` (``member:<id>:<role>``, ``agent:<id>``, ``team-key:<id>``).
+    """A stable text form of ``principal``, distinct for distinct principals.
 
-    Used to bind a connection to its principal, in memory and in durable stores.
+    JSON (``["member", "<id>", "<role>"]``), so no id can forge another's key by holding
+    a separator. Used to bind a connection to its principal, in memory and in stores.
     """
     match principal:
         case Member(member_id=member_id, role=role):
-            return f"member:{member_id}:{role}"
+            parts = ["member", member_id, role]
         case Agent(agent_id=agent_id):
-            return f"agent:{agent_id}"
+            parts = ["agent", agent_id]
         case TeamKey(key_id=key_id):
-            return f"team-key:{key_id}"
-    raise ValueError(f"not a principal: {type(principal).__name__}")
+            parts = ["team-key", key_id]
+        case _:
+            raise ValueError(f"not a principal: {type(principal).__name__}")
+    return json.dumps(parts, ensure_ascii=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
