@@ -34,7 +34,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, Field
 from stats import percentile
 
-from mycelium import Access, Module, Runtime, Session
+from mycelium import Access, ExecutionOptions, Module, Runtime, Session
 from mycelium.admission import SharedSandbox
 from mycelium.mcp import Agent, McpAuthority, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox
@@ -413,13 +413,16 @@ async def fastmcp_app(with_token: bool) -> tuple[Any, Callable[[], Awaitable[Non
     return server.http_app(path="/mcp"), close
 
 
-async def our_app(max_connections: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
+async def our_app(max_connections: int, capacity: int | None) -> tuple[Any, Callable[[], Awaitable[None]]]:
     """Mycelium's server over the same tools, ``bearer_tokens`` for one agent with write grants."""
     from mycelium.mcp import bearer_tokens, create_mcp
 
     authority = McpAuthority(grants=GRANTS, sources=[store_module()])
     catalog = create_mcp_catalog(
-        load=lambda principal: authority, sandbox=MontySandbox(), max_connections=max_connections
+        load=lambda principal: authority,
+        sandbox=MontySandbox(),
+        execution=ExecutionOptions(sandbox_capacity=capacity),
+        max_connections=max_connections,
     )
     server = create_mcp(catalog=catalog, authenticate=bearer_tokens({TOKEN: Agent("bench-agent")}))
 
@@ -443,7 +446,7 @@ async def serve(arguments: argparse.Namespace) -> None:
     if side == "fastmcp":
         app, close = await fastmcp_app(arguments.fastmcp_auth == "token")
     else:
-        app, close = await our_app(arguments.max_connections)
+        app, close = await our_app(arguments.max_connections, arguments.sandbox_capacity)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -543,6 +546,7 @@ class ServerProcess:
             "--serve",
             side,
             f"--max-connections={arguments.max_connections}",
+            *([f"--sandbox-capacity={arguments.sandbox_capacity}"] if arguments.sandbox_capacity else []),
             f"--fastmcp-auth={arguments.fastmcp_auth}",
             f"--stall-stacks={arguments.stall_stacks}",
             *(["--gc-freeze"] if arguments.gc_freeze else []),
@@ -856,6 +860,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1_000, help="untimed executes per side before measuring")
     parser.add_argument("--lease-samples", type=int, default=5_000)
     parser.add_argument("--max-connections", type=int, default=32, help="our server's connection bound")
+    parser.add_argument(
+        "--sandbox-capacity", type=int, help="our runs in flight at once (default: the cores, at least 2)"
+    )
     parser.add_argument(
         "--fastmcp-auth", choices=("token", "none"), default="token", help="FastMCP checks a bearer token, or none"
     )
