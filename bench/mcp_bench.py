@@ -53,6 +53,7 @@ MIB = 1024 * KIB
 TICK_SECONDS = 0.001
 STALL_BUCKET_MS = 0.1  # resolution of the stall histogram (a list of every gap would itself grow RSS)
 STALL_BUCKETS = 10_000  # up to 1 s; longer gaps land in the last bucket and in the max
+IDLE_SECONDS = 1.0  # how long a server's idle CPU is measured before its window opens
 FASTMCP_MAX_TOOL_CALLS = 10_000  # its default (50) would refuse the 100-call program; ours allows 10,000
 
 # The same program on each side: ours calls the operation through its namespace, FastMCP's
@@ -300,6 +301,12 @@ def reset_peak_rss() -> bool:
     return True
 
 
+def reaped() -> float:
+    """CPU seconds of this process's children that have exited and been waited for (sandbox workers)."""
+    times = os.times()
+    return times.children_user + times.children_system
+
+
 class LoopWatch:
     """Ticks every millisecond; keeps the largest gap between ticks and a histogram of gaps.
 
@@ -459,16 +466,25 @@ async def serve(arguments: argparse.Namespace) -> None:
             raise SystemExit(f"{side} server stopped before it started")
         await asyncio.sleep(0.01)
     profiler = cProfile.Profile() if profile else None
-    window: dict[str, int] = {"rss": 0, "objects": 0, "peak_reset": False}
+    window: dict[str, float] = collections.defaultdict(float)
 
     async def command(name: str) -> None:
         if name == "mark":
+            # The idle cost (the ticker itself, housekeeping) is measured first, so that the
+            # report can take it out of the CPU per execute.
+            cpu, loop_cpu, started = time.process_time(), time.thread_time(), time.perf_counter()
+            await asyncio.sleep(IDLE_SECONDS)
+            elapsed = time.perf_counter() - started
+            window["idle_cpu"] = (time.process_time() - cpu) / elapsed
+            window["idle_loop_cpu"] = (time.thread_time() - loop_cpu) / elapsed
             gc.collect()
             if arguments.gc_freeze:
                 gc.freeze()
             window["objects"] = len(gc.get_objects())
+            window["cpu"], window["loop_cpu"], window["workers"] = time.process_time(), time.thread_time(), reaped()
             window["peak_reset"] = reset_peak_rss()
             window["rss"] = proc_status()["VmRSS"]
+            window["started"] = time.perf_counter()
             watch.reset()
             if stacks is not None:
                 stacks.counts.clear()
@@ -479,10 +495,18 @@ async def serve(arguments: argparse.Namespace) -> None:
             # The loop figures first: the collection below would otherwise count as a stall.
             worst, worst_cpu, most_cpu, p99 = watch.worst, watch.worst_cpu, watch.most_cpu, watch.percentile(0.99)
             gc_worst, gc_generation = watch.gc_worst, watch.gc_generation
+            cpu, loop_cpu = time.process_time() - window["cpu"], time.thread_time() - window["loop_cpu"]
+            workers = reaped() - window["workers"]
+            seconds = time.perf_counter() - window["started"]
             gc.collect()
             status = proc_status()
             emit(
                 event="report",
+                cpu_s=cpu,
+                loop_cpu_s=loop_cpu,
+                idle_cpu_s=window["idle_cpu"] * seconds,
+                idle_loop_cpu_s=window["idle_loop_cpu"] * seconds,
+                workers_cpu_s=workers,
                 objects_start=window["objects"],
                 objects_end=len(gc.get_objects()),
                 rss_start=window["rss"],
@@ -786,6 +810,21 @@ def server_table(reports: dict[str, dict[str, Any]], executes: dict[str, int]) -
             f"{max(0, report['peak'] - report['rss_start']) / count:12,.0f} "
             f"{(report['objects_end'] - report['objects_start']) / count:13,.2f}{peak_note}"
         )
+    print(
+        "\nCPU per execute (ms): the server process and its event-loop thread, each less its idle cost "
+        "(measured for 1 s before the window),\nand its sandbox workers that exited during the window"
+    )
+    print(f"{'side':<10} {'process':>8} {'loop thread':>12} {'workers':>8} {'idle process CPU':>17}")
+    for side in SIDES:
+        report, count = reports[side], max(1, executes[side])
+        process = (report["cpu_s"] - report["idle_cpu_s"]) * 1000 / count
+        loop = (report["loop_cpu_s"] - report["idle_loop_cpu_s"]) * 1000 / count
+        idle = report["idle_cpu_s"] / max(report["cpu_s"], 1e-9)
+        print(
+            f"{LABEL[side]:<10} {process:8.2f} {loop:12.2f} {report['workers_cpu_s'] * 1000 / count:8.2f} "
+            f"{idle:16.0%} of its CPU"
+        )
+    print("(workers: ours reuses a worker for 100 runs, so the ones still alive at the end are not counted)")
     print("\nevent loop of each server process: gaps between ticks of a 1 ms ticker task (ms)")
     print(
         f"{'side':<10} {'worst gap':>10} {'its loop CPU':>13} {'most loop CPU in a gap':>23} {'p99 gap':>8} "
@@ -829,8 +868,8 @@ async def run(arguments: argparse.Namespace) -> None:
     servers = dict(zip(SIDES, started, strict=True))
     try:
         await asyncio.gather(*(warm_up(server, arguments.warmup) for server in servers.values()))
+        await asyncio.gather(*(server.command("mark", "marked") for server in servers.values()))  # idle together
         for server in servers.values():
-            await server.command("mark", "marked")
             server.executes = 0
         levels = {concurrency: await concurrency_level(servers, concurrency, arguments) for concurrency in CONCURRENCY}
         samples = await hundred_calls(servers, arguments.runs)
