@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -136,7 +136,7 @@ async def send(
     *,
     sent: dict[str, str],
     body: Any = None,
-    content: bytes | None = None,
+    content: bytes | AsyncIterator[bytes] | None = None,
 ) -> Answer:
     """Send one request and read its whole answer; a GET event stream that opens is closed at once."""
     payload = content if content is not None else (None if body is None else json.dumps(body).encode())
@@ -179,19 +179,26 @@ async def exchange(
 
 @contextmanager
 def capture_every_log(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """Capture DEBUG and up from mycelium, the MCP SDK and uvicorn (whose loggers do not propagate)."""
+    """Capture DEBUG and up from mycelium, the MCP SDK and uvicorn.
+
+    Enter it once the server runs: uvicorn configures its loggers when it starts (they do
+    not propagate, so the capturing handler is attached to them directly).
+    """
     caplog.set_level(logging.DEBUG, logger="mycelium")
     caplog.set_level(logging.DEBUG, logger="mcp")
-    attached = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.access")]
-    levels = [logger.level for logger in attached]
-    for logger in attached:
-        logger.addHandler(caplog.handler)
+    uvicorn = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")]
+    levels = [logger.level for logger in uvicorn]
+    handled = [logger for logger in uvicorn if not logger.propagate]
+    for logger in uvicorn:
         logger.setLevel(logging.DEBUG)
+    for logger in handled:
+        logger.addHandler(caplog.handler)
     try:
         yield
     finally:
-        for logger, level in zip(attached, levels, strict=True):
+        for logger in handled:
             logger.removeHandler(caplog.handler)
+        for logger, level in zip(uvicorn, levels, strict=True):
             logger.setLevel(level)
 
 
