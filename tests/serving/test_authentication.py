@@ -236,6 +236,18 @@ async def test_a_request_naming_another_protocol_version_gets_400(version: str) 
     assert host.writes == []
 
 
+@pytest.mark.parametrize("asked", ["2025-06-18", "2025-03-26", "2024-11-05"])
+async def test_an_initialize_asking_for_an_older_version_is_answered_with_the_pinned_one(asked: str) -> None:
+    # Answering with the older version would be a promise the server breaks: every later request
+    # of that client names it in MCP-Protocol-Version and gets 400.
+    async with served(granted()) as s, httpx2.AsyncClient(timeout=30) as http:
+        body = raw.initialize(1)
+        body["params"]["protocolVersion"] = asked
+        answer = await raw.send(http, "POST", s.url, sent=raw.headers(version=None), body=body)
+        assert answer.status == 200
+        assert answer.result()["protocolVersion"] == PROTOCOL_VERSION
+
+
 async def test_an_auto_negotiating_sdk_client_falls_back_to_the_pinned_version() -> None:
     host = granted()
     exchanges: list[tuple[str | None, int]] = []
@@ -286,8 +298,8 @@ async def test_a_foreign_origin_or_host_is_refused(kind: str) -> None:
 
 async def test_allowed_hosts_and_origins_are_configurable() -> None:
     host = granted()
-    options = {"allowed_hosts": ["mcp.example:*"], "allowed_origins": ["https://app.example"]}
-    async with custom_server(host, **options) as c, httpx2.AsyncClient(timeout=30) as http:
+    allowed = {"allowed_hosts": ["mcp.example:*"], "allowed_origins": ["https://app.example"]}
+    async with custom_server(host, None, **allowed) as c, httpx2.AsyncClient(timeout=30) as http:
         opened = await raw.send(
             http, "POST", c.url, sent=raw.headers(version=None, host="mcp.example:443"), body=raw.initialize()
         )
