@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -376,6 +377,9 @@ async def _serve_http(
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with server.running():
+            # What is loaded by now lives as long as the server: keep it out of every later
+            # full collection, which otherwise walks the SDK's objects and stalls the loop.
+            gc.freeze()
             # Printed only now: the socket already listens, and the MCP server is ready.
             _print_banner(out, app=app, name=name, url=url, token=token, token_source=token_source, cwd=os.getcwd())
             yield

@@ -119,6 +119,7 @@ class McpServer:
         self._catalog = catalog
         self._authenticate = authenticate
         self._authenticate_timeout_s = check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
+        self._max_request_bytes = check_int("max_request_bytes", max_request_bytes)
         self._server: Server[Any] = Server(
             name, version=_version(), on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
@@ -134,7 +135,7 @@ class McpServer:
             ),
             # Connections end by DELETE or eviction; their records belong to the catalog.
             session_idle_timeout=None,
-            max_request_body_size=check_int("max_request_bytes", max_request_bytes),
+            max_request_body_size=self._max_request_bytes,
             max_sessions=None,
         )
         self._connections: OrderedDict[str, _Connection] = OrderedDict()  # least recently used first
@@ -183,6 +184,12 @@ class McpServer:
         scope = {**scope, "user": AuthenticatedUser(token), _PRINCIPAL: principal}
         session_id = connection.headers.get(_SESSION_HEADER)
         if session_id is None:
+            if scope["method"] == "POST":
+                body = await self._read_body(receive)
+                if body is None:
+                    await _error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
+                    return
+                receive = _replay(_pin_initialize(body))
             await self._manager.handle_request(scope, receive, self._opening(principal, send))
             return
         known = self._connections.get(session_id)
@@ -198,6 +205,22 @@ class McpServer:
         await self._manager.handle_request(scope, receive, send)
         if scope["method"] == "DELETE" and session_id not in self._manager._server_instances:
             await self._forget(session_id)
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole body of an opening request, or ``None`` once it passes the limit."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b""  # the client left; the SDK answers the empty request
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max_request_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -233,9 +256,10 @@ class McpServer:
     async def _admit(self, connection: HTTPConnection) -> Principal | Refused:
         """Run ``authenticate``; a failure inside it refuses (401) and is logged, never a 500."""
         try:
-            with anyio.fail_after(self._authenticate_timeout_s):
-                verdict = self._authenticate(connection)
-                if inspect.isawaitable(verdict):
+            verdict = self._authenticate(connection)
+            if inspect.isawaitable(verdict):
+                # Only an awaiting check can be timed out; a sync one has already answered.
+                with anyio.fail_after(self._authenticate_timeout_s):
                     verdict = await verdict
         except Exception:
             logger.exception("authenticate() failed; the request is refused with 401")
@@ -337,15 +361,6 @@ class McpServer:
             (b"mcp-protocol-version", PROTOCOL_VERSION.encode()),
         ]
         handshake = {**scope, "method": "POST", "headers": headers, "query_string": b""}
-        delivered = False
-
-        async def receive() -> Message:
-            nonlocal delivered
-            if delivered:
-                await anyio.sleep_forever()
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
         status = 0
 
         async def send(message: Message) -> None:
@@ -353,7 +368,7 @@ class McpServer:
             if message["type"] == "http.response.start":
                 status = message["status"]
 
-        await manager._serve_opening_request(transport, handshake, receive, send)
+        await manager._serve_opening_request(transport, handshake, _replay(body), send)
         return 200 <= status < 300 and session_id in manager._server_instances
 
     async def _touch(self, session_id: str, connection: _Connection) -> None:
@@ -494,6 +509,42 @@ class _RequestAccess:
             return False
         self._authority = await self._server._catalog.refresh(self._principal)  # what holds now, not then
         return True
+
+
+def _pin_initialize(body: bytes) -> bytes:
+    """Make an ``initialize`` ask for the pinned version, so the SDK answers with it.
+
+    A client that asked for an older version and got it would name that version in every
+    later request, and every one would be refused. Told the pinned version instead, the
+    client either speaks it or ends the connection, as the protocol prescribes. Anything
+    else passes through untouched, for the SDK to judge.
+    """
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return body
+    params = message.get("params")
+    if not isinstance(params, dict) or params.get("protocolVersion") == PROTOCOL_VERSION:
+        return body
+    if "protocolVersion" not in params:
+        return body
+    return json.dumps({**message, "params": {**params, "protocolVersion": PROTOCOL_VERSION}}).encode()
+
+
+def _replay(body: bytes) -> Receive:
+    """A ``receive`` that hands over ``body`` once, then waits as a connected client does."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            await anyio.sleep_forever()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
 
 
 def _tool_result(result: ToolResult) -> types.CallToolResult:
