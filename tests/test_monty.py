@@ -412,3 +412,25 @@ async def test_a_syntax_error_is_still_reported_at_its_own_line_when_type_checki
 async def test_forage_is_available_in_monty_with_a_positional_query_and_keywords() -> None:
     result = await run("found = await forage.search('notes', limit=1)\nreturn [len(found), found[0]['path']]")
     assert result.value == [1, "notes.search"]
+
+
+@pytest.mark.parametrize(
+    ("code", "hinted"),
+    [
+        ("x = 1", True),
+        ("1 + 1", False),
+        ("x = 1\nx", False),
+        ("if a:\n    b = 1\nelse:\n    c = 2", True),
+        ("y = [\n1,\n2,\n]", True),
+        ("f(\n  1,\n)", False),
+        ("s = '''\nline\n'''", True),
+        ("x = (", False),
+        ("\n".join(["a = 1"] * 40_000), True),
+        ("\n".join(["a = 1"] * 40_000) + "\na", False),
+    ],
+    ids=repr,
+)
+def test_the_no_result_hint_reads_the_last_statement_from_the_programs_tail(code: str, hinted: bool) -> None:
+    from mycelium.sandbox.monty import _ends_without_value
+
+    assert _ends_without_value(code) is hinted

@@ -28,7 +28,7 @@ SEED = 20_261_201
 REQUESTS = 560
 LANES = 4
 CONFIRMATIONS = 30
-MAX_BODY = 4 * 1024 * 1024  # create_mcp's default max_request_bytes
+MAX_BODY = 256 * 1024  # create_mcp's default max_request_bytes
 
 JUNK: list[Any] = [
     None,

@@ -24,11 +24,12 @@ import contextvars
 import inspect
 import json
 import logging
+import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
@@ -61,6 +62,7 @@ _LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 _LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 _SESSION_HEADER = "mcp-session-id"
 _PRINCIPAL = "mycelium.principal"
+_GONE = "mycelium.gone"
 _METHODS = frozenset({"POST", "GET", "DELETE"})
 _TOUCH_EVERY_S = 1.0
 _MAX_LOG_CHARS = 16_384
@@ -90,6 +92,8 @@ class _Connection:
     """Resumed after this process lost it: no client capabilities were recorded."""
     running: int = 0
     touched: float = 0.0
+    requests: set[str] = field(default_factory=set)
+    """JSON-RPC ids of the requests in flight on it."""
 
 
 class McpServer:
@@ -181,33 +185,68 @@ class McpServer:
             return
         key = principal_key(principal)
         token = AccessToken(token=key, client_id=key, scopes=[])
-        scope = {**scope, "user": AuthenticatedUser(token), _PRINCIPAL: principal}
+        gone = anyio.Event()
+        scope = {**scope, "user": AuthenticatedUser(token), _PRINCIPAL: principal, _GONE: gone}
         session_id = connection.headers.get(_SESSION_HEADER)
+        body: bytes | None = None
+        if scope["method"] == "POST":
+            body = await self._read_body(receive)
+            if body is None:
+                await _error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
+                return
+            if session_id is None:
+                body = _pin_initialize(body)
+        answered = _Answered(send)
+        watched = _watch(receive, gone, first=body)
         if session_id is None:
-            if scope["method"] == "POST":
-                body = await self._read_body(receive)
-                if body is None:
-                    await _error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
-                    return
-                receive = _replay(_pin_initialize(body))
-            await self._manager.handle_request(scope, receive, self._opening(principal, send))
-            return
+            await self._manager.handle_request(scope, watched, self._opening(principal, answered))
+        else:
+            await self._continue(scope, watched, answered, principal, session_id, _request_id(body))
+        if not answered.started:
+            # The SDK returned without answering (a GET asking to replay events, which this server
+            # does not keep): the client gets a 4xx, never the ASGI server's 500.
+            await _error(send, 400, "this request cannot be served: event replay is not supported")
+
+    async def _continue(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        principal: Principal,
+        session_id: str,
+        request_id: str | None,
+    ) -> None:
+        """Serve a request on an existing connection: held, resumed, or refused as unknown."""
         known = self._connections.get(session_id)
         if known is None or session_id not in self._manager._server_instances:
-            if not await self._resume(session_id, principal, scope):
-                await _error(send, 404, "Session not found")
+            resumed = await self._resume(session_id, principal, scope)
+            if resumed != "resumed":
+                status, message = (503, "no connection can be freed now") if resumed == "full" else (404, "")
+                await _error(send, status, message or "Session not found")
                 return
             known = self._connections[session_id]
-        elif known.principal != key:
+        elif known.principal != principal_key(principal):
             await _error(send, 404, "Session not found")  # as if it did not exist: ids are not probed
             return
         await self._touch(session_id, known)
-        await self._manager.handle_request(scope, receive, send)
+        if request_id is not None:
+            # The SDK files answers by request id: a second request with an id still in flight
+            # would take the first one's answer and leave one of them unanswered.
+            if request_id in known.requests:
+                await _error(send, 409, "a request with this id is still in flight on this connection")
+                return
+            known.requests.add(request_id)
+            send = _releasing(send, lambda: known.requests.discard(request_id))
+        try:
+            await self._manager.handle_request(scope, receive, send)
+        finally:
+            if request_id is not None:
+                known.requests.discard(request_id)
         if scope["method"] == "DELETE" and session_id not in self._manager._server_instances:
             await self._forget(session_id)
 
     async def _read_body(self, receive: Receive) -> bytes | None:
-        """The whole body of an opening request, or ``None`` once it passes the limit."""
+        """The whole body of a POST, or ``None`` once it passes the limit (nothing past it is read)."""
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -261,14 +300,19 @@ class McpServer:
                 # Only an awaiting check can be timed out; a sync one has already answered.
                 with anyio.fail_after(self._authenticate_timeout_s):
                     verdict = await verdict
-        except Exception:
-            logger.exception("authenticate() failed; the request is refused with 401")
+        except Exception as exc:
+            # Its message may hold what the client presented: the operator gets where, not what.
+            frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            where = f" at {frame.filename}:{frame.lineno}" if frame else ""
+            logger.error(
+                "authenticate() failed (%s raised%s); the request is refused with 401", type(exc).__name__, where
+            )
             return Refused(401)
         if isinstance(verdict, Admitted):
             return verdict.principal
         if isinstance(verdict, Refused):
             return verdict
-        logger.error("authenticate() returned %s, not Admitted or Refused; refused", type(verdict).__name__)
+        logger.error("authenticate() failed: it returned %s, not Admitted or Refused; refused", type(verdict).__name__)
         return Refused(401)
 
     async def _still_admitted(self, connection: HTTPConnection, principal: Principal) -> bool:
@@ -296,7 +340,8 @@ class McpServer:
 
     async def _open(self, session_id: str, principal: Principal) -> bool:
         async with self._admitting:
-            if not await self._make_room():
+            key = principal_key(principal)
+            if not await self._make_room(key, room_for=1):
                 await self._discard(session_id)
                 return False
             evicted = await self._catalog.open(
@@ -307,33 +352,45 @@ class McpServer:
                 return False
             for gone in evicted:
                 await self._discard(gone)
-            self._connections[session_id] = _Connection(principal_key(principal), resumed=False)
+            self._connections[session_id] = _Connection(key, resumed=False)
             return True
 
-    async def _make_room(self) -> bool:
-        """Evict held connections, least recently used idle first, until one more fits; whether it does."""
-        while len(self._connections) >= self._catalog.max_connections:
-            idle = next((known for known, held in self._connections.items() if not held.running), None)
-            if idle is None:
+    async def _make_room(self, opener: str, *, room_for: int, spare: str | None = None) -> bool:
+        """Evict held idle connections until ``room_for`` more fit; whether they do.
+
+        The opener's own least recently used idle connection goes first, then anyone's: a
+        principal that opens connection after connection mostly replaces its own.
+        """
+        while len(self._connections) + room_for > self._catalog.max_connections:
+            idle = [known for known, held in self._connections.items() if not held.running and known != spare]
+            victim = next((known for known in idle if self._connections[known].principal == opener), None)
+            victim = victim or next(iter(idle), None)
+            if victim is None:
                 return False
-            await self._discard(idle)
-            await self._catalog.close(idle)
+            await self._discard(victim)
+            await self._catalog.close(victim)
         return True
 
-    async def _resume(self, session_id: str, principal: Principal, scope: Scope) -> bool:
+    async def _resume(
+        self, session_id: str, principal: Principal, scope: Scope
+    ) -> Literal["resumed", "unknown", "full"]:
         """Take a connection this process does not hold back into memory, if the catalog says it is open."""
+        key = principal_key(principal)
         async with self._admitting:
-            if session_id in self._manager._server_instances and session_id in self._connections:
-                return self._connections[session_id].principal == principal_key(principal)
+            held = self._connections.get(session_id)
+            if held is not None and session_id in self._manager._server_instances:
+                return "resumed" if held.principal == key else "unknown"
             if not await self._catalog.resume(session_id, principal):
-                return False
-            if not await self._make_room():
-                return False
-            self._connections[session_id] = _Connection(principal_key(principal), resumed=True)
+                return "unknown"
+            self._connections[session_id] = _Connection(key, resumed=True)
             if not await self._revive(session_id, scope):
                 self._connections.pop(session_id, None)
-                return False
-            return True
+                return "unknown"
+            # Room is made only for a connection that is really back: a failed revival evicts nobody.
+            if not await self._make_room(key, room_for=0, spare=session_id):
+                await self._discard(session_id)
+                return "full"
+            return "resumed"
 
     async def _revive(self, session_id: str, scope: Scope) -> bool:
         """Start a transport under ``session_id`` and complete its handshake without the client.
@@ -368,7 +425,7 @@ class McpServer:
             if message["type"] == "http.response.start":
                 status = message["status"]
 
-        await manager._serve_opening_request(transport, handshake, _replay(body), send)
+        await manager._serve_opening_request(transport, handshake, _watch(_stays_connected, None, first=body), send)
         return 200 <= status < 300 and session_id in manager._server_instances
 
     async def _touch(self, session_id: str, connection: _Connection) -> None:
@@ -475,6 +532,7 @@ class _RequestAccess:
         self._principal = principal
         self._request = request
         self._read_only = connection is not None and connection.resumed
+        self._gone: anyio.Event | None = request.scope.get(_GONE) if request is not None else None
         self._authority = authority
         self.access = Access(explicit=True, session_grants=self._grants, confirm=self._confirm)
 
@@ -497,13 +555,31 @@ class _RequestAccess:
             f"Allow one call of {request.path}? It {action} ({request.access}) in module "
             f"{request.module_id} ({request.module_name})."
         )
+        answer: types.ElicitResult | None = None
         try:
-            answer = await session.elicit_form(
-                message=message, requested_schema=_APPROVAL_SCHEMA, related_request_id=self._ctx.request_id
-            )
+            async with anyio.create_task_group() as group:
+
+                async def ask() -> None:
+                    nonlocal answer
+                    answer = await session.elicit_form(
+                        message=message, requested_schema=_APPROVAL_SCHEMA, related_request_id=self._ctx.request_id
+                    )
+                    group.cancel_scope.cancel()
+
+                async def walk_away(gone: anyio.Event) -> None:
+                    # Nothing can answer once the client closed the stream that carried the question.
+                    await gone.wait()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(ask)
+                if self._gone is not None:
+                    group.start_soon(walk_away, self._gone)
         except Exception as exc:
             # A closed connection or a malformed answer: nobody approved. Said in one line; it is routine.
             logger.info("no usable answer to a confirmation of %s (%s); declined", request.path, type(exc).__name__)
+            return False
+        if answer is None:
+            logger.info("the client left while asked to confirm %s; declined", request.path)
             return False
         if answer.action != "accept" or (answer.content or {}).get("approve", True) is not True:
             return False
@@ -521,7 +597,7 @@ def _pin_initialize(body: bytes) -> bytes:
     """
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # the SDK answers malformed JSON itself
         return body
     if not isinstance(message, dict) or message.get("method") != "initialize":
         return body
@@ -533,18 +609,73 @@ def _pin_initialize(body: bytes) -> bytes:
     return json.dumps({**message, "params": {**params, "protocolVersion": PROTOCOL_VERSION}}).encode()
 
 
-def _replay(body: bytes) -> Receive:
-    """A ``receive`` that hands over ``body`` once, then waits as a connected client does."""
-    sent = False
+async def _stays_connected() -> Message:
+    """What a request the server makes for itself receives after its body: a client that never leaves."""
+    while True:
+        await anyio.sleep_forever()
 
-    async def receive() -> Message:
-        nonlocal sent
-        if sent:
-            await anyio.sleep_forever()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
 
-    return receive
+def _watch(receive: Receive, gone: anyio.Event | None, *, first: bytes | None) -> Receive:
+    """The request's ``receive``: ``first`` (the body already read) once, then the client's own messages.
+
+    Setting ``gone`` when the client disconnects lets a run waiting on that client (for a
+    confirmation) stop waiting.
+    """
+    pending = first
+
+    async def watched() -> Message:
+        nonlocal pending
+        if pending is not None:
+            message: Message = {"type": "http.request", "body": pending, "more_body": False}
+            pending = None
+            return message
+        message = await receive()
+        if message["type"] == "http.disconnect" and gone is not None:
+            gone.set()
+        return message
+
+    return watched
+
+
+def _releasing(send: Send, release: Callable[[], None]) -> Send:
+    """A ``send`` that calls ``release`` just before the response's last byte leaves.
+
+    The client may send its next request the moment it has the answer, while the SDK is
+    still unwinding: what the answer ends must be over before the client can see it.
+    """
+
+    async def releasing(message: Message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            release()
+        await send(message)
+
+    return releasing
+
+
+class _Answered:
+    """A ``send`` that remembers whether a response was started."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+
+def _request_id(body: bytes | None) -> str | None:
+    """The JSON-RPC id of a request body (as JSON text), ``None`` for anything else."""
+    if not body:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # the SDK answers malformed JSON itself
+        return None
+    if isinstance(message, dict) and "method" in message and message.get("id") is not None:
+        return json.dumps(message["id"])
+    return None
 
 
 def _tool_result(result: ToolResult) -> types.CallToolResult:
@@ -585,7 +716,7 @@ def create_mcp(
     name: str = "mycelium",
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] | None = None,
-    max_request_bytes: int = 4 * 1024 * 1024,
+    max_request_bytes: int = 256 * 1024,
     authenticate_timeout_ms: int = 10_000,
 ) -> McpServer:
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
@@ -594,7 +725,9 @@ def create_mcp(
     ``Admitted(principal)`` or ``Refused(401 | 403)``; an exception or a timeout
     (``authenticate_timeout_ms``) refuses with 401 and is logged. ``allowed_hosts`` and
     ``allowed_origins`` are the Host and Origin values accepted (``"host:*"`` allows any
-    port); by default loopback only. Bodies over ``max_request_bytes`` get 413.
+    port); by default loopback only. Bodies over ``max_request_bytes`` (256 KiB: a
+    64 KiB program with room for its JSON escapes) get 413 before anything parses them,
+    since the SDK checks a message's every value on the event loop.
     """
     return McpServer(
         catalog=catalog,

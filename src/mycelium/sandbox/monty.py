@@ -512,13 +512,29 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\x{ord(match.group()):02x}"
 
 
+_HINT_TAIL_CHARS = 4_096
+_HINT_TRIES = 16
+
+
 def _ends_without_value(code: str) -> bool:
-    """Whether the program's last top-level statement is neither an expression nor a return."""
-    try:
-        body = ast.parse(code).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return bool(body) and not isinstance(body[-1], ast.Expr | ast.Return)
+    """Whether the program's last top-level statement is neither an expression nor a return.
+
+    Only the program's tail is parsed: this runs on the event loop after every run that
+    returned null, and parsing a whole program of tens of thousands of statements would
+    hold the loop for a second. The tail is parsed from each line that starts at column 0,
+    the latest first, until one parses; a statement longer than the tail gets no hint.
+    """
+    tail = code[-_HINT_TAIL_CHARS:].splitlines()
+    starts = [i for i, line in enumerate(tail) if line[:1] not in ("", " ", "\t", "#", ")", "]", "}")]
+    for start in reversed(starts[-_HINT_TRIES:]):
+        if start == 0 and len(code) > _HINT_TAIL_CHARS:
+            break  # the tail's first line may be the end of a longer one
+        try:
+            body = ast.parse("\n".join(tail[start:])).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        return bool(body) and not isinstance(body[-1], ast.Expr | ast.Return)
+    return False
 
 
 class _Call:
