@@ -350,6 +350,11 @@ async def answer_of(http: httpx2.AsyncClient, url: str, case: Case) -> raw.Answe
         return None
 
 
+# mcp 2.3.0's transport drops (unclosed, for the garbage collector) the request stream of a POST
+# that races its session's termination (a DELETE in another lane): terminate() clears its table of
+# streams after awaiting, so a stream added meanwhile is never closed. Memory is freed; only the
+# ResourceWarning is let through here.
+@pytest.mark.filterwarnings("ignore:Exception ignored.*MemoryObjectSendStream:pytest.PytestUnraisableExceptionWarning")
 async def test_hostile_requests_get_4xx_or_json_rpc_errors_and_the_server_keeps_serving(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

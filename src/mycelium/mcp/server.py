@@ -202,10 +202,7 @@ class McpServer:
             await self._manager.handle_request(scope, watched, self._opening(principal, answered))
         else:
             await self._continue(scope, watched, answered, principal, session_id, _request_id(body))
-        if not answered.started:
-            # The SDK returned without answering (a GET asking to replay events, which this server
-            # does not keep): the client gets a 4xx, never the ASGI server's 500.
-            await _error(send, 400, "this request cannot be served: event replay is not supported")
+        await answered.finish()
 
     async def _continue(
         self,
@@ -653,16 +650,31 @@ def _releasing(send: Send, release: Callable[[], None]) -> Send:
 
 
 class _Answered:
-    """A ``send`` that remembers whether a response was started."""
+    """A ``send`` that remembers how far the response got, to finish what the SDK left open."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
         self.started = False
+        self.finished = False
 
     async def __call__(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.finished = True
         await self._send(message)
+
+    async def finish(self) -> None:
+        """Make sure the client got a whole response: a 400 if none began, else the end of the one that did.
+
+        The SDK may return without answering (a GET asking to replay events, which this
+        server does not keep) or stop midway (its connection closed by a DELETE or an
+        eviction racing this request): either is a 4xx or a short stream, never a 500.
+        """
+        if not self.started:
+            await _error(self, 400, "this request cannot be served: event replay is not supported")
+        elif not self.finished:
+            await self({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _request_id(body: bytes | None) -> str | None:
