@@ -26,7 +26,7 @@ import json
 import logging
 import traceback
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -44,11 +44,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..access import Access, ConfirmRequest, Grant
 from ..errors import new_reference
 from ..execute import ToolCall, ToolResult
 from ..options import check_int
-from .catalog import McpAuthority, McpCatalogProvider, McpExecutionContext
+from .catalog import McpCatalogProvider, McpExecutionContext
+from .elicitation import RequestAccess
+from .http import Answered, pin_initialize, releasing, request_id, send_error, stays_connected, watch
 from .principals import Admitted, Authenticate, Principal, Refused, principal_key
 
 __all__ = ["PROTOCOL_VERSION", "McpServer", "create_mcp"]
@@ -66,18 +67,6 @@ _GONE = "mycelium.gone"
 _METHODS = frozenset({"POST", "GET", "DELETE"})
 _TOUCH_EVERY_S = 1.0
 _MAX_LOG_CHARS = 16_384
-
-_APPROVAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approve": {
-            "type": "boolean",
-            "title": "Approve",
-            "description": "Allow this one call.",
-            "default": True,
-        }
-    },
-}
 
 # Over stdio there is no HTTP request to read the principal from: it is the server's configured one.
 _STDIO_PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("mycelium_mcp_stdio_principal")
@@ -167,21 +156,21 @@ class McpServer:
         if scope["type"] != "http":
             return
         if not self._running or self._closed:
-            await _error(send, 503, "the MCP server is not running")
+            await send_error(send, 503, "the MCP server is not running")
             return
         if scope["method"] not in _METHODS:
-            await _error(send, 405, "use POST, GET or DELETE", extra=[(b"allow", b"GET, POST, DELETE")])
+            await send_error(send, 405, "use POST, GET or DELETE", extra=[(b"allow", b"GET, POST, DELETE")])
             return
         connection = HTTPConnection(scope)
         version = connection.headers.get("mcp-protocol-version")
         if version is not None and version != PROTOCOL_VERSION:
-            await _error(send, 400, f"this server speaks MCP protocol version {PROTOCOL_VERSION} only")
+            await send_error(send, 400, f"this server speaks MCP protocol version {PROTOCOL_VERSION} only")
             return
         principal = await self._admit(connection)
         if isinstance(principal, Refused):
             extra = [(b"www-authenticate", b'Bearer realm="mcp"')] if principal.status == 401 else []
             message = "authentication required" if principal.status == 401 else "forbidden"
-            await _error(send, principal.status, message, extra=extra)
+            await send_error(send, principal.status, message, extra=extra)
             return
         key = principal_key(principal)
         token = AccessToken(token=key, client_id=key, scopes=[])
@@ -192,16 +181,16 @@ class McpServer:
         if scope["method"] == "POST":
             body = await self._read_body(receive)
             if body is None:
-                await _error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
+                await send_error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
                 return
             if session_id is None:
-                body = _pin_initialize(body)
-        answered = _Answered(send)
-        watched = _watch(receive, gone, first=body)
+                body = pin_initialize(body, PROTOCOL_VERSION)
+        answered = Answered(send)
+        watched = watch(receive, gone, first=body)
         if session_id is None:
             await self._manager.handle_request(scope, watched, self._opening(principal, answered))
         else:
-            await self._continue(scope, watched, answered, principal, session_id, _request_id(body))
+            await self._continue(scope, watched, answered, principal, session_id, request_id(body))
         await answered.finish()
 
     async def _continue(
@@ -219,21 +208,21 @@ class McpServer:
             resumed = await self._resume(session_id, principal, scope)
             if resumed != "resumed":
                 status, message = (503, "no connection can be freed now") if resumed == "full" else (404, "")
-                await _error(send, status, message or "Session not found")
+                await send_error(send, status, message or "Session not found")
                 return
             known = self._connections[session_id]
         elif known.principal != principal_key(principal):
-            await _error(send, 404, "Session not found")  # as if it did not exist: ids are not probed
+            await send_error(send, 404, "Session not found")  # as if it did not exist: ids are not probed
             return
         await self._touch(session_id, known)
         if request_id is not None:
             # The SDK files answers by request id: a second request with an id still in flight
             # would take the first one's answer and leave one of them unanswered.
             if request_id in known.requests:
-                await _error(send, 409, "a request with this id is still in flight on this connection")
+                await send_error(send, 409, "a request with this id is still in flight on this connection")
                 return
             known.requests.add(request_id)
-            send = _releasing(send, lambda: known.requests.discard(request_id))
+            send = releasing(send, lambda: known.requests.discard(request_id))
         try:
             await self._manager.handle_request(scope, receive, send)
         finally:
@@ -329,7 +318,7 @@ class McpServer:
                 session_id = headers.get(_SESSION_HEADER.encode(), b"").decode()
                 if session_id and not await self._open(session_id, principal):
                     refused = True
-                    await _error(send, 503, "every connection of this server is running an execute")
+                    await send_error(send, 503, "every connection of this server is running an execute")
                     return
             await send(message)
 
@@ -422,7 +411,7 @@ class McpServer:
             if message["type"] == "http.response.start":
                 status = message["status"]
 
-        await manager._serve_opening_request(transport, handshake, _watch(_stays_connected, None, first=body), send)
+        await manager._serve_opening_request(transport, handshake, watch(stays_connected, None, first=body), send)
         return 200 <= status < 300 and session_id in manager._server_instances
 
     async def _touch(self, session_id: str, connection: _Connection) -> None:
@@ -493,7 +482,14 @@ class McpServer:
             connection.running += 1
         try:
             authority = await self._catalog.refresh(principal)
-            access = _RequestAccess(self, ctx, principal, request, connection, authority)
+            access = RequestAccess(
+                ctx,
+                authority,
+                refresh=lambda: self._catalog.refresh(principal),
+                still_admitted=None if request is None else lambda: self._still_admitted(request, principal),
+                read_only=connection is not None and connection.resumed,
+                gone=None if request is None else request.scope.get(_GONE),
+            )
             call = ToolCall(id=str(ctx.request_id), name=params.name, arguments=params.arguments or {})
             context = McpExecutionContext(principal, session_id, authority, access.access, call.id)
             return _tool_result(await self._catalog.execute(call, context))
@@ -512,184 +508,6 @@ class McpServer:
             await self._server.run(read, write, self._server.create_initialization_options())
 
 
-class _RequestAccess:
-    """The access of one execute request: grants read afresh, re-authentication, elicitation."""
-
-    def __init__(
-        self,
-        server: McpServer,
-        ctx: ServerRequestContext[Any, Any],
-        principal: Principal,
-        request: HTTPConnection | None,
-        connection: _Connection | None,
-        authority: McpAuthority,
-    ) -> None:
-        self._server = server
-        self._ctx = ctx
-        self._principal = principal
-        self._request = request
-        self._read_only = connection is not None and connection.resumed
-        self._gone: anyio.Event | None = request.scope.get(_GONE) if request is not None else None
-        self._authority = authority
-        self.access = Access(explicit=True, session_grants=self._grants, confirm=self._confirm)
-
-    async def _grants(self) -> Mapping[str, Grant]:
-        if self._request is not None and not await self._server._still_admitted(self._request, self._principal):
-            return {}  # the credential no longer admits this principal: every module is refused
-        grants = self._authority.grants
-        if self._read_only:
-            return {key: "read" if grant == "write" else grant for key, grant in grants.items()}
-        return grants
-
-    async def _confirm(self, request: ConfirmRequest) -> bool | None:
-        session = self._ctx.session
-        capability = session.client_capabilities.elicitation if session.client_capabilities else None
-        supports_form = capability is not None and (capability.form is not None or capability.url is None)
-        if not supports_form or not session.can_send_request:
-            return None
-        action = "changes something" if request.access == "write" else "reads"
-        message = (
-            f"Allow one call of {request.path}? It {action} ({request.access}) in module "
-            f"{request.module_id} ({request.module_name})."
-        )
-        answer: types.ElicitResult | None = None
-        try:
-            async with anyio.create_task_group() as group:
-
-                async def ask() -> None:
-                    nonlocal answer
-                    answer = await session.elicit_form(
-                        message=message, requested_schema=_APPROVAL_SCHEMA, related_request_id=self._ctx.request_id
-                    )
-                    group.cancel_scope.cancel()
-
-                async def walk_away(gone: anyio.Event) -> None:
-                    # Nothing can answer once the client closed the stream that carried the question.
-                    await gone.wait()
-                    group.cancel_scope.cancel()
-
-                group.start_soon(ask)
-                if self._gone is not None:
-                    group.start_soon(walk_away, self._gone)
-        except Exception as exc:
-            # A closed connection or a malformed answer: nobody approved. Said in one line; it is routine.
-            logger.info("no usable answer to a confirmation of %s (%s); declined", request.path, type(exc).__name__)
-            return False
-        if answer is None:
-            logger.info("the client left while asked to confirm %s; declined", request.path)
-            return False
-        if answer.action != "accept" or (answer.content or {}).get("approve", True) is not True:
-            return False
-        self._authority = await self._server._catalog.refresh(self._principal)  # what holds now, not then
-        return True
-
-
-def _pin_initialize(body: bytes) -> bytes:
-    """Make an ``initialize`` ask for the pinned version, so the SDK answers with it.
-
-    A client that asked for an older version and got it would name that version in every
-    later request, and every one would be refused. Told the pinned version instead, the
-    client either speaks it or ends the connection, as the protocol prescribes. Anything
-    else passes through untouched, for the SDK to judge.
-    """
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):  # the SDK answers malformed JSON itself
-        return body
-    if not isinstance(message, dict) or message.get("method") != "initialize":
-        return body
-    params = message.get("params")
-    if not isinstance(params, dict) or params.get("protocolVersion") == PROTOCOL_VERSION:
-        return body
-    if "protocolVersion" not in params:
-        return body
-    return json.dumps({**message, "params": {**params, "protocolVersion": PROTOCOL_VERSION}}).encode()
-
-
-async def _stays_connected() -> Message:
-    """What a request the server makes for itself receives after its body: a client that never leaves."""
-    while True:
-        await anyio.sleep_forever()
-
-
-def _watch(receive: Receive, gone: anyio.Event | None, *, first: bytes | None) -> Receive:
-    """The request's ``receive``: ``first`` (the body already read) once, then the client's own messages.
-
-    Setting ``gone`` when the client disconnects lets a run waiting on that client (for a
-    confirmation) stop waiting.
-    """
-    pending = first
-
-    async def watched() -> Message:
-        nonlocal pending
-        if pending is not None:
-            message: Message = {"type": "http.request", "body": pending, "more_body": False}
-            pending = None
-            return message
-        message = await receive()
-        if message["type"] == "http.disconnect" and gone is not None:
-            gone.set()
-        return message
-
-    return watched
-
-
-def _releasing(send: Send, release: Callable[[], None]) -> Send:
-    """A ``send`` that calls ``release`` just before the response's last byte leaves.
-
-    The client may send its next request the moment it has the answer, while the SDK is
-    still unwinding: what the answer ends must be over before the client can see it.
-    """
-
-    async def releasing(message: Message) -> None:
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            release()
-        await send(message)
-
-    return releasing
-
-
-class _Answered:
-    """A ``send`` that remembers how far the response got, to finish what the SDK left open."""
-
-    def __init__(self, send: Send) -> None:
-        self._send = send
-        self.started = False
-        self.finished = False
-
-    async def __call__(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            self.started = True
-        elif message["type"] == "http.response.body" and not message.get("more_body", False):
-            self.finished = True
-        await self._send(message)
-
-    async def finish(self) -> None:
-        """Make sure the client got a whole response: a 400 if none began, else the end of the one that did.
-
-        The SDK may return without answering (a GET asking to replay events, which this
-        server does not keep) or stop midway (its connection closed by a DELETE or an
-        eviction racing this request): either is a 4xx or a short stream, never a 500.
-        """
-        if not self.started:
-            await _error(self, 400, "this request cannot be served: event replay is not supported")
-        elif not self.finished:
-            await self({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-def _request_id(body: bytes | None) -> str | None:
-    """The JSON-RPC id of a request body (as JSON text), ``None`` for anything else."""
-    if not body:
-        return None
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):  # the SDK answers malformed JSON itself
-        return None
-    if isinstance(message, dict) and "method" in message and message.get("id") is not None:
-        return json.dumps(message["id"])
-    return None
-
-
 def _tool_result(result: ToolResult) -> types.CallToolResult:
     content = [types.TextContent(type="text", text=result.text)]
     if result.logs:
@@ -702,14 +520,6 @@ def _tool_result(result: ToolResult) -> types.CallToolResult:
 
 def _failure(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
-async def _error(send: Send, status: int, message: str, *, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    """A JSON-RPC error body (no request id) with an HTTP status. It never echoes the request."""
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def _version() -> str:

@@ -1,0 +1,130 @@
+"""The HTTP side of serving MCP: what the server does to a request before and after the SDK.
+
+The SDK's transport sees each request after these helpers: its body already read (and
+bounded), its ``receive`` watched for the client leaving, its ``send`` watched so a
+response the SDK leaves unfinished is finished here, never turned into a 500.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import anyio
+from starlette.types import Message, Receive, Send
+
+__all__ = ["Answered", "pin_initialize", "releasing", "request_id", "send_error", "stays_connected", "watch"]
+
+
+def pin_initialize(body: bytes, version: str) -> bytes:
+    """Make an ``initialize`` ask for ``version``, the one served, so the SDK answers with it.
+
+    A client that asked for an older version and got it would name that version in every
+    later request, and every one would be refused. Told the pinned version instead, the
+    client either speaks it or ends the connection, as the protocol prescribes. Anything
+    else passes through untouched, for the SDK to judge.
+    """
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # the SDK answers malformed JSON itself
+        return body
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return body
+    params = message.get("params")
+    if not isinstance(params, dict) or params.get("protocolVersion") == version:
+        return body
+    if "protocolVersion" not in params:
+        return body
+    return json.dumps({**message, "params": {**params, "protocolVersion": version}}).encode()
+
+
+async def stays_connected() -> Message:
+    """What a request the server makes for itself receives after its body: a client that never leaves."""
+    while True:
+        await anyio.sleep_forever()
+
+
+def watch(receive: Receive, gone: anyio.Event | None, *, first: bytes | None) -> Receive:
+    """The request's ``receive``: ``first`` (the body already read) once, then the client's own messages.
+
+    Setting ``gone`` when the client disconnects lets a run waiting on that client (for a
+    confirmation) stop waiting.
+    """
+    pending = first
+
+    async def watched() -> Message:
+        nonlocal pending
+        if pending is not None:
+            message: Message = {"type": "http.request", "body": pending, "more_body": False}
+            pending = None
+            return message
+        message = await receive()
+        if message["type"] == "http.disconnect" and gone is not None:
+            gone.set()
+        return message
+
+    return watched
+
+
+def releasing(send: Send, release: Callable[[], None]) -> Send:
+    """A ``send`` that calls ``release`` just before the response's last byte leaves.
+
+    The client may send its next request the moment it has the answer, while the SDK is
+    still unwinding: what the answer ends must be over before the client can see it.
+    """
+
+    async def releasing(message: Message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            release()
+        await send(message)
+
+    return releasing
+
+
+class Answered:
+    """A ``send`` that remembers how far the response got, to finish what the SDK left open."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        self.finished = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.finished = True
+        await self._send(message)
+
+    async def finish(self) -> None:
+        """Make sure the client got a whole response: a 400 if none began, else the end of the one that did.
+
+        The SDK may return without answering (a GET asking to replay events, which this
+        server does not keep) or stop midway (its connection closed by a DELETE or an
+        eviction racing this request): either is a 4xx or a short stream, never a 500.
+        """
+        if not self.started:
+            await send_error(self, 400, "this request cannot be served: event replay is not supported")
+        elif not self.finished:
+            await self({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def request_id(body: bytes | None) -> str | None:
+    """The JSON-RPC id of a request body (as JSON text), ``None`` for anything else."""
+    if not body:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # the SDK answers malformed JSON itself
+        return None
+    if isinstance(message, dict) and "method" in message and message.get("id") is not None:
+        return json.dumps(message["id"])
+    return None
+
+
+async def send_error(send: Send, status: int, message: str, *, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A JSON-RPC error body (no request id) with an HTTP status. It never echoes the request."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
