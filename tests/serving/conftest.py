@@ -100,6 +100,17 @@ class Host:
         self.module = notes
         self.reports = reports
 
+    def hold_creates(self) -> tuple[anyio.Event, anyio.Event]:
+        """Make ``notes.create`` wait: the first event is set once one starts, the second lets it finish."""
+        started, release = anyio.Event(), anyio.Event()
+
+        async def hold() -> None:
+            started.set()
+            await release.wait()
+
+        self.on_create = hold
+        return started, release
+
     def grant(self, principal: Principal, **grants: Grant) -> None:
         self.grants[repr(principal)] = {("test-" + key): value for key, value in grants.items()}
 

@@ -36,13 +36,7 @@ async def test_opening_one_more_than_the_bound_evicts_the_least_recently_used_co
 
 async def test_a_connection_running_an_execute_is_never_evicted() -> None:
     host = granted()
-    started, release = anyio.Event(), anyio.Event()
-
-    async def hold() -> None:
-        started.set()
-        await release.wait()
-
-    host.on_create = hold
+    started, release = host.hold_creates()
     async with served(host, max_connections=2) as s, httpx2.AsyncClient(timeout=30) as http:
         busy = await wire.initialize(http, s.url, "token-alice")
         outcome: list[object] = []
@@ -65,13 +59,7 @@ async def test_a_connection_running_an_execute_is_never_evicted() -> None:
 
 async def test_when_every_connection_is_busy_a_new_one_is_refused_with_503() -> None:
     host = granted()
-    started, release = anyio.Event(), anyio.Event()
-
-    async def hold() -> None:
-        started.set()
-        await release.wait()
-
-    host.on_create = hold
+    started, release = host.hold_creates()
     async with served(host, max_connections=1) as s, httpx2.AsyncClient(timeout=30) as http:
         busy = await wire.initialize(http, s.url, "token-alice", elicitation=False)
         async with anyio.create_task_group() as group:
@@ -123,13 +111,7 @@ async def test_a_restarted_server_resumes_a_recorded_connection_for_its_own_prin
 
 async def test_a_client_that_disconnects_mid_run_leaves_no_lease_or_slot_behind() -> None:
     host = granted()
-    started, release = anyio.Event(), anyio.Event()
-
-    async def hold() -> None:
-        started.set()
-        await release.wait()
-
-    host.on_create = hold
+    started, release = host.hold_creates()
     async with served(host) as s:
         async with httpx2.AsyncClient(timeout=30) as http:
             session_id = await wire.initialize(http, s.url, "token-alice")

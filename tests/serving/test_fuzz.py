@@ -582,13 +582,7 @@ async def test_a_client_that_walks_away_from_a_confirmation_leaves_no_run_behind
 
 async def test_a_request_id_reused_while_in_flight_gets_an_answer_not_a_hang() -> None:
     host = granted()
-    started, release = anyio.Event(), anyio.Event()
-
-    async def hold() -> None:
-        started.set()
-        await release.wait()
-
-    host.on_create = hold
+    started, release = host.hold_creates()
     answers: dict[str, raw.Answer] = {}
     async with served(host) as s, httpx2.AsyncClient(timeout=30) as http:
         session = await raw.open_session(http, s.url)
