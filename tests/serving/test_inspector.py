@@ -80,6 +80,15 @@ class Inspector:
         with anyio.fail_after(RUN_WITHIN_S):
             return await anyio.run_process(command, env=self.env, check=False, stdin=subprocess.DEVNULL)
 
+    async def execute(
+        self, url: str, code: str, *, token: str | None = "token-alice"
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Call the ``execute`` tool with ``code``."""
+        arguments = json.dumps({"code": code})
+        return await self.run(
+            url, "--method", "tools/call", "--tool-name", "execute", "--tool-args-json", arguments, token=token
+        )
+
 
 @pytest.fixture(scope="session")
 def inspector(tmp_path_factory: pytest.TempPathFactory) -> Inspector:
@@ -153,9 +162,7 @@ async def test_the_inspector_cli_calls_execute_with_a_program_of_several_operati
         "return {'made': made['id'], 'found': [f['text'] for f in found], 'count': n}"
     )
     async with served(host) as s:
-        done = await inspector.run(
-            s.url, "--method", "tools/call", "--tool-name", "execute", "--tool-args-json", json.dumps({"code": code})
-        )
+        done = await inspector.execute(s.url, code)
     result = output(done)
     assert result["isError"] is False
     assert json.loads(result["content"][0]["text"]) == {"made": 3, "found": ["from the inspector"], "count": 3}
@@ -164,9 +171,7 @@ async def test_the_inspector_cli_calls_execute_with_a_program_of_several_operati
 
 async def test_a_failed_execute_exits_with_the_tool_error_code_and_the_safe_message(inspector: Inspector) -> None:
     async with served(granted()) as s:
-        done = await inspector.run(
-            s.url, "--method", "tools/call", "--tool-name", "execute", "--tool-args-json", '{"code": "1 / 0"}'
-        )
+        done = await inspector.execute(s.url, "1 / 0")
     assert done.returncode == TOOL_ERROR_EXIT, done.stderr.decode()
     result = json.loads(done.stdout)
     assert result["isError"] is True
@@ -176,15 +181,7 @@ async def test_a_failed_execute_exits_with_the_tool_error_code_and_the_safe_mess
 async def test_a_confirmation_the_inspector_cannot_answer_is_refused_not_hung(inspector: Inspector) -> None:
     host = granted()
     async with served(host) as s:
-        done = await inspector.run(
-            s.url,
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "execute",
-            "--tool-args-json",
-            '{"code": "return await notes.delete(id=1)"}',
-        )
+        done = await inspector.execute(s.url, "return await notes.delete(id=1)")
     refusal = json.loads(output(done)["content"][0]["text"])
     assert refusal["refused"] is True
     assert refusal["reason"] in ("confirmation-unavailable", "confirmation-declined")
@@ -198,16 +195,7 @@ async def test_the_inspector_cli_without_a_valid_token_exits_with_its_auth_error
 ) -> None:
     host = granted()
     async with served(host) as s:
-        done = await inspector.run(
-            s.url,
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "execute",
-            "--tool-args-json",
-            '{"code": "return await notes.create(text=\'x\')"}',
-            token=token,
-        )
+        done = await inspector.execute(s.url, "return await notes.create(text='x')", token=token)
     assert done.returncode == AUTH_ERROR_EXIT, (done.stdout.decode(), done.stderr.decode())
     assert json.loads(done.stderr)["error"]["code"] == "auth_required"
     assert host.writes == []
