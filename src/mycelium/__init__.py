@@ -5,7 +5,7 @@ module.
 """
 
 from .access import Access, AccessRefusal, ConfirmRequest, RefusedCall, grant_as
-from .admission import AdmissionPolicy, normalize_sandbox_admission_policy
+from .admission import AdmissionPolicy, SharedSandbox, normalize_sandbox_admission_policy
 from .bindings import OperationError
 from .context import CallContext, ExecuteIdentity, InvocationContext, Session
 from .discovery import Catalog, CatalogEntry
@@ -70,6 +70,7 @@ __all__ = [
     "RuntimeClosed",
     "SandboxError",
     "Session",
+    "SharedSandbox",
     "ToolCall",
     "ToolDefinition",
     "ToolResult",
