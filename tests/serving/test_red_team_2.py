@@ -1,0 +1,154 @@
+"""Red-team findings, second pass: the server's own request handling around the SDK.
+
+Each test names the rule an attacker broke, over real loopback HTTP. A test in this file
+fails for as long as the break it records is open.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from . import raw_http as raw
+from .conftest import ALICE, Host, served
+
+# The breaks below overwrite a request's stream in the SDK's table; the orphaned stream is only
+# reported by the garbage collector. The assertions say what broke; this keeps that report out.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Exception ignored.*MemoryObjectSendStream:pytest.PytestUnraisableExceptionWarning"
+)
+
+
+def granted() -> Host:
+    host = Host()
+    host.grant(ALICE, notes="write", reports="read")
+    return host
+
+
+def gated(host: Host) -> tuple[list[anyio.Event], list[anyio.Event]]:
+    """Make the n-th ``notes.create`` wait on its own gate: (started[n], release[n]) for n in 0, 1."""
+    started = [anyio.Event(), anyio.Event()]
+    release = [anyio.Event(), anyio.Event()]
+    calls = 0
+
+    async def hold() -> None:
+        nonlocal calls
+        n, calls = calls, calls + 1
+        started[n].set()
+        await release[n].wait()
+
+    host.on_create = hold
+    return started, release
+
+
+def replies(answer: raw.Answer) -> list[dict[str, Any]]:
+    return [m for m in answer.messages() if isinstance(m, dict) and ("result" in m or "error" in m)]
+
+
+# -- one answer per request, and the right one ------------------------------------------------
+
+
+async def test_two_requests_in_flight_whose_ids_are_1_and_string_1_each_get_their_own_answer() -> None:
+    """The SDK files answers under ``str(id)``: 1 and "1" are one slot, so both must not be in flight."""
+    host = granted()
+    started, release = gated(host)
+    async with served(host) as s, httpx2.AsyncClient(timeout=30) as http:
+        session = await raw.open_session(http, s.url)
+        sent = raw.headers(session=session)
+        first: list[raw.Answer | None] = []
+
+        async def numeric() -> None:
+            body = raw.call_execute("return (await notes.create(text='from id 1'))['text']", 1)
+            try:
+                first.append(await raw.send(http, "POST", s.url, sent=sent, body=body))
+            except TimeoutError:
+                first.append(None)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(numeric)
+            await started[0].wait()
+            second = await raw.send(
+                http, "POST", s.url, sent=sent, body=raw.call_execute("return 'from id \"1\"'", "1")
+            )
+            # Either refused as a reused id, or answered with its own result.
+            if second.status == 200:
+                [reply] = replies(second)
+                assert reply["id"] == "1", second.text
+                assert reply["result"]["content"][0]["text"] == json.dumps('from id "1"'), second.text
+            else:
+                assert second.status == 409, (second.status, second.text)
+            release[0].set()
+        [answer] = first
+        assert answer is not None, "the request with id 1 never got an answer: it was filed under the other's slot"
+        assert [r["id"] for r in replies(answer)] == [1], answer.text
+        assert "from id 1" in answer.text
+
+
+async def test_a_request_reusing_the_id_of_a_run_whose_client_left_gets_its_own_answer() -> None:
+    """A client that drops its POST frees the id here, but the run goes on and answers under that id."""
+    host = granted()
+    started, release = gated(host)
+    async with served(host) as s, httpx2.AsyncClient(timeout=30) as http:
+        session = await raw.open_session(http, s.url)
+        sent = raw.headers(session=session)
+        first_done = anyio.Event()
+        execute = s.catalog.execute
+
+        async def noting_the_first_run_done(call: Any, context: Any) -> Any:
+            try:
+                return await execute(call, context)
+            finally:
+                if "the first run" in call.arguments["code"]:
+                    first_done.set()
+
+        s.catalog.execute = noting_the_first_run_done  # type: ignore[method-assign]
+
+        async with anyio.create_task_group() as group:
+
+            async def walk_away() -> None:
+                # Its own HTTP client, so leaving closes the TCP connection and the server sees it.
+                async with httpx2.AsyncClient(timeout=30) as leaving:
+                    body = raw.call_execute("return (await notes.create(text='the first run'))['text']", 5)
+                    with anyio.CancelScope() as scope:
+                        group.start_soon(_cancel_when, started[0], scope)
+                        await raw.send(leaving, "POST", s.url, sent=sent, body=body)
+
+            group.start_soon(walk_away)
+            await started[0].wait()
+
+        answers: list[raw.Answer] = []
+        refused = 0
+
+        async def reuse() -> None:
+            nonlocal refused
+            body = raw.call_execute("return (await notes.create(text='the second run'))['text']", 5)
+            # 409 while the server still holds id 5: until it notices the first client left, or (a
+            # server that holds an id until its run ends) until the first run is let go below.
+            for _ in range(400):
+                answer = await raw.send(http, "POST", s.url, sent=sent, body=body)
+                if answer.status != 409:
+                    answers.append(answer)
+                    return
+                refused += 1
+                if refused == 50:
+                    release[0].set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(reuse)
+            with anyio.fail_after(raw.ANSWER_WITHIN_S):
+                await started[1].wait()  # the second run is in flight under id 5
+                release[0].set()  # the first run (its client gone) finishes, answering id 5 somewhere
+                await first_done.wait()
+            release[1].set()
+        [answer] = answers
+        assert answer.status == 200, (answer.status, answer.text)
+        assert "the second run" in answer.text, f"the second request got another run's answer: {answer.text}"
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
