@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 from . import raw_http as raw
-from .conftest import ALICE, Host, served
+from .conftest import ALICE, BOB, Host, served
 
 # The breaks below overwrite a request's stream in the SDK's table; the orphaned stream is only
 # reported by the garbage collector. The assertions say what broke; this keeps that report out.
@@ -152,3 +152,38 @@ async def test_a_request_reusing_the_id_of_a_run_whose_client_left_gets_its_own_
 async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
+
+
+# -- one principal cannot lock the others out ------------------------------------------------
+
+
+async def test_one_principal_leaving_confirmations_unanswered_cannot_lock_other_principals_out() -> None:
+    """A confirmation nobody answers keeps its run, and so its connection, busy for as long as the stream is open."""
+    host = granted()
+    host.grant(BOB, notes="read")
+    async with served(host, max_connections=2) as s, httpx2.AsyncClient(timeout=30) as http:
+        sessions = [await raw.open_session(http, s.url, capabilities=raw.FORM_ELICITATION) for _ in range(2)]
+        asked = [anyio.Event() for _ in sessions]
+        done = anyio.Event()
+
+        async def ask_and_never_answer(n: int) -> None:
+            body = json.dumps(raw.call_execute("return await notes.delete(id=1)", 10 + n)).encode()
+            sent = raw.headers(session=sessions[n])
+            async with http.stream("POST", s.url, headers=sent, content=body) as response:
+                async for line in response.aiter_lines():
+                    if "elicitation/create" in line:
+                        asked[n].set()
+                        await done.wait()  # the stream stays open; the question is never answered
+                        return
+
+        async with anyio.create_task_group() as group:
+            for n in range(len(sessions)):
+                group.start_soon(ask_and_never_answer, n)
+            with anyio.fail_after(raw.ANSWER_WITHIN_S):
+                for event in asked:
+                    await event.wait()
+            opened = await raw.send(
+                http, "POST", s.url, sent=raw.headers("token-bob", version=None), body=raw.initialize(1)
+            )
+            done.set()
+        assert opened.status == 200, f"another principal could not open a connection: {opened.status} {opened.text}"
