@@ -194,6 +194,7 @@ async def served(
     *,
     connections: ConnectionStore | None = None,
     max_connections: int = 8,
+    max_connections_per_principal: int | None = None,
     execution: ExecutionOptions | None = None,
     sandbox: MontySandbox | None = None,
 ) -> AsyncIterator[Served]:
@@ -207,7 +208,11 @@ async def served(
             max_connections=max_connections,
         )
         stack.push_async_callback(catalog.aclose)
-        server = create_mcp(catalog=catalog, authenticate=host.authenticate)
+        server = create_mcp(
+            catalog=catalog,
+            authenticate=host.authenticate,
+            max_connections_per_principal=max_connections_per_principal,
+        )
         base = await stack.enter_async_context(serve_asgi(server.asgi))
         yield Served(f"{base}/mcp", server, catalog, host)
 

@@ -27,7 +27,10 @@ async def alive(http: httpx2.AsyncClient, url: str, session_id: str, token: str 
 
 
 async def test_opening_one_more_than_the_bound_evicts_the_least_recently_used_connection() -> None:
-    async with served(granted(), max_connections=3) as s, httpx2.AsyncClient(timeout=30) as http:
+    async with (
+        served(granted(), max_connections=3, max_connections_per_principal=3) as s,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
         first, second, third = [await wire.initialize(http, s.url, "token-alice") for _ in range(3)]
         assert await alive(http, s.url, first)  # first is now the most recently used; second the least
         fourth = await wire.initialize(http, s.url, "token-alice")
@@ -37,7 +40,10 @@ async def test_opening_one_more_than_the_bound_evicts_the_least_recently_used_co
 async def test_a_connection_running_an_execute_is_never_evicted() -> None:
     host = granted()
     started, release = host.hold_creates()
-    async with served(host, max_connections=2) as s, httpx2.AsyncClient(timeout=30) as http:
+    async with (
+        served(host, max_connections=2, max_connections_per_principal=2) as s,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
         busy = await wire.initialize(http, s.url, "token-alice")
         outcome: list[object] = []
 
@@ -159,3 +165,12 @@ async def test_many_principals_share_one_sandbox_capacity() -> None:
         b = await bob.call_tool("execute", {"code": "return 'b'"})
         assert [json.loads(text_of(a)), json.loads(text_of(b))] == ["a", "b"]
         assert s.catalog.sandbox.in_flight == 0
+
+
+async def test_one_principal_holds_at_most_its_share_of_the_connections() -> None:
+    async with served(granted(), max_connections=4) as s, httpx2.AsyncClient(timeout=30) as http:
+        bobs = await wire.initialize(http, s.url, "token-bob")
+        alices = [await wire.initialize(http, s.url, "token-alice") for _ in range(3)]
+        # Alice's share is 2 of 4: her third replaced her first, and Bob's connection stayed.
+        assert [await alive(http, s.url, sid) for sid in alices] == [False, True, True]
+        assert await alive(http, s.url, bobs, "token-bob")

@@ -110,16 +110,23 @@ class Answered:
 
 
 def request_id(body: bytes | None) -> str | None:
-    """The JSON-RPC id of a request body (as JSON text), ``None`` for anything else."""
+    """The key the SDK files a request's answer under (``str`` of its id), ``None`` if not a request.
+
+    The SDK keys by ``str(id)``, so ``1`` and ``"1"`` are one slot there and must be one here.
+    Only integer and string ids make a request; the SDK takes anything else for a notification.
+    """
     if not body:
         return None
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):  # the SDK answers malformed JSON itself
         return None
-    if isinstance(message, dict) and "method" in message and message.get("id") is not None:
-        return json.dumps(message["id"])
-    return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    identifier = message.get("id")
+    if isinstance(identifier, bool) or not isinstance(identifier, int | str):
+        return None
+    return str(identifier)
 
 
 async def send_error(send: Send, status: int, message: str, *, extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -64,6 +64,9 @@ _LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 _SESSION_HEADER = "mcp-session-id"
 _PRINCIPAL = "mycelium.principal"
 _GONE = "mycelium.gone"
+# Keys the SDK's transport files its own streams under; a request id equal to one would take it over.
+_SDK_STREAM_KEYS = frozenset({"_GET_stream"})
+_MAX_HELD_IDS = 1_024
 _METHODS = frozenset({"POST", "GET", "DELETE"})
 _TOUCH_EVERY_S = 1.0
 _MAX_LOG_CHARS = 16_384
@@ -82,7 +85,7 @@ class _Connection:
     running: int = 0
     touched: float = 0.0
     requests: set[str] = field(default_factory=set)
-    """JSON-RPC ids of the requests in flight on it."""
+    """Ids (as the SDK keys them) not free for a new request: in flight, or abandoned by their client."""
 
 
 class McpServer:
@@ -104,6 +107,7 @@ class McpServer:
         allowed_origins: Sequence[str] | None,
         max_request_bytes: int,
         authenticate_timeout_ms: int,
+        max_connections_per_principal: int | None,
     ) -> None:
         if not isinstance(catalog, McpCatalogProvider):
             raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
@@ -113,6 +117,12 @@ class McpServer:
         self._authenticate = authenticate
         self._authenticate_timeout_s = check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
         self._max_request_bytes = check_int("max_request_bytes", max_request_bytes)
+        bound = catalog.max_connections
+        self._per_principal = (
+            max(1, bound // 2)
+            if max_connections_per_principal is None
+            else check_int("max_connections_per_principal", max_connections_per_principal)
+        )
         self._server: Server[Any] = Server(
             name, version=_version(), on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
@@ -217,17 +227,21 @@ class McpServer:
         await self._touch(session_id, known)
         if request_id is not None:
             # The SDK files answers by request id: a second request with an id still in flight
-            # would take the first one's answer and leave one of them unanswered.
-            if request_id in known.requests:
-                await send_error(send, 409, "a request with this id is still in flight on this connection")
+            # would take the other's answer and leave one of them unanswered. An id is free again
+            # only once its answer went out whole; a client that left before that abandons it for
+            # good on this connection, because its run goes on and answers under that id whenever
+            # it ends. The SDK's own stream keys are never free.
+            if request_id in known.requests or request_id in _SDK_STREAM_KEYS:
+                await send_error(send, 409, "this request id is in flight or was abandoned on this connection")
                 return
             known.requests.add(request_id)
             send = releasing(send, lambda: known.requests.discard(request_id))
-        try:
-            await self._manager.handle_request(scope, receive, send)
-        finally:
-            if request_id is not None:
-                known.requests.discard(request_id)
+        await self._manager.handle_request(scope, receive, send)
+        if len(known.requests) > _MAX_HELD_IDS:
+            # A client that keeps abandoning requests has its connection closed, not the table grown.
+            await self._discard(session_id)
+            await self._catalog.close(session_id)
+            return
         if scope["method"] == "DELETE" and session_id not in self._manager._server_instances:
             await self._forget(session_id)
 
@@ -344,17 +358,35 @@ class McpServer:
     async def _make_room(self, opener: str, *, room_for: int, spare: str | None = None) -> bool:
         """Evict held idle connections until ``room_for`` more fit; whether they do.
 
-        The opener's own least recently used idle connection goes first, then anyone's: a
-        principal that opens connection after connection mostly replaces its own.
+        First the opener's own share: no principal holds more than its quota, so one that
+        keeps connections busy (or opens them one after another) cannot lock others out.
+        Then the bound, the opener's own least recently used idle connection first.
         """
-        while len(self._connections) + room_for > self._catalog.max_connections:
-            idle = [known for known, held in self._connections.items() if not held.running and known != spare]
-            victim = next((known for known in idle if self._connections[known].principal == opener), None)
-            victim = victim or next(iter(idle), None)
-            if victim is None:
+        held_by_opener = [known for known, held in self._connections.items() if held.principal == opener]
+        while len([known for known in held_by_opener if known != spare]) + room_for > self._per_principal:
+            if not await self._evict(held_by_opener, spare):
                 return False
-            await self._discard(victim)
-            await self._catalog.close(victim)
+            held_by_opener = [known for known in held_by_opener if known in self._connections]
+        while len(self._connections) + room_for > self._catalog.max_connections:
+            if not await self._evict([*held_by_opener, *self._connections], spare):  # both least recent first
+                return False
+        return True
+
+    async def _evict(self, candidates: list[str], spare: str | None) -> bool:
+        """Evict the first idle connection among ``candidates`` (in the order given); whether one was."""
+        connections = self._connections
+        victim = next(
+            (
+                known
+                for known in candidates
+                if known != spare and known in connections and not connections[known].running
+            ),
+            None,
+        )
+        if victim is None:
+            return False
+        await self._discard(victim)
+        await self._catalog.close(victim)
         return True
 
     async def _resume(
@@ -540,6 +572,7 @@ def create_mcp(
     allowed_origins: Sequence[str] | None = None,
     max_request_bytes: int = 256 * 1024,
     authenticate_timeout_ms: int = 10_000,
+    max_connections_per_principal: int | None = None,
 ) -> McpServer:
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
@@ -550,6 +583,9 @@ def create_mcp(
     port); by default loopback only. Bodies over ``max_request_bytes`` (256 KiB: a
     64 KiB program with room for its JSON escapes) get 413 before anything parses them,
     since the SDK checks a message's every value on the event loop.
+    ``max_connections_per_principal`` (default: half of ``catalog.max_connections``, at
+    least 1) is how many of the held connections one principal may have: its next one
+    replaces its own least recently used idle connection, or gets 503 if all are busy.
     """
     return McpServer(
         catalog=catalog,
@@ -559,4 +595,5 @@ def create_mcp(
         allowed_origins=allowed_origins,
         max_request_bytes=max_request_bytes,
         authenticate_timeout_ms=authenticate_timeout_ms,
+        max_connections_per_principal=max_connections_per_principal,
     )
