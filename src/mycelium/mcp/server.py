@@ -216,9 +216,11 @@ class McpServer:
         known = self._connections.get(session_id)
         if known is None or session_id not in self._manager._server_instances:
             resumed = await self._resume(session_id, principal, scope)
-            if resumed != "resumed":
-                status, message = (503, "no connection can be freed now") if resumed == "full" else (404, "")
-                await send_error(send, status, message or "Session not found")
+            if resumed == "full":
+                await send_error(send, 503, "no connection can be freed now")
+                return
+            if resumed == "unknown":
+                await send_error(send, 404, "Session not found")
                 return
             known = self._connections[session_id]
         elif known.principal != principal_key(principal):
