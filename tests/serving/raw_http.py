@@ -177,6 +177,26 @@ async def exchange(
     return await send(http, method, url, sent=sent, body=body)
 
 
+async def request(
+    http: httpx2.AsyncClient, url: str, token: str, session: str, method: str, request_id: int = 1
+) -> Answer:
+    """One request without params (``tools/list``, ``ping``) on a connection."""
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    return await send(http, "POST", url, sent=headers(token, session=session), body=body)
+
+
+async def execute(http: httpx2.AsyncClient, url: str, token: str, session: str, code: str) -> tuple[int, Any]:
+    """Run ``code`` on a connection: the status, and the tool result's text (JSON-decoded when it is JSON)."""
+    answer = await send(http, "POST", url, sent=headers(token, session=session), body=call_execute(code))
+    if answer.status != 200:
+        return answer.status, answer.text
+    text = answer.result()["content"][0]["text"]
+    try:
+        return answer.status, json.loads(text)
+    except ValueError:
+        return answer.status, text
+
+
 @contextmanager
 def capture_every_log(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     """Capture DEBUG and up from mycelium, the MCP SDK and uvicorn.

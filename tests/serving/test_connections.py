@@ -10,7 +10,7 @@ import httpx2
 
 from mycelium.mcp import SqliteConnections
 
-from . import http_session as wire
+from . import raw_http as raw
 from .conftest import ALICE, BOB, Host, served, text_of
 
 
@@ -22,8 +22,7 @@ def granted() -> Host:
 
 
 async def alive(http: httpx2.AsyncClient, url: str, session_id: str, token: str = "token-alice") -> bool:
-    status, _ = await wire.call(http, url, token, session_id, "tools/list", {})
-    return status == 200
+    return (await raw.request(http, url, token, session_id, "tools/list")).status == 200
 
 
 async def test_opening_one_more_than_the_bound_evicts_the_least_recently_used_connection() -> None:
@@ -31,9 +30,9 @@ async def test_opening_one_more_than_the_bound_evicts_the_least_recently_used_co
         served(granted(), max_connections=3, max_connections_per_principal=3) as s,
         httpx2.AsyncClient(timeout=30) as http,
     ):
-        first, second, third = [await wire.initialize(http, s.url, "token-alice") for _ in range(3)]
+        first, second, third = [await raw.open_session(http, s.url, "token-alice") for _ in range(3)]
         assert await alive(http, s.url, first)  # first is now the most recently used; second the least
-        fourth = await wire.initialize(http, s.url, "token-alice")
+        fourth = await raw.open_session(http, s.url, "token-alice")
         assert [await alive(http, s.url, sid) for sid in (first, second, third, fourth)] == [True, False, True, True]
 
 
@@ -44,17 +43,17 @@ async def test_a_connection_running_an_execute_is_never_evicted() -> None:
         served(host, max_connections=2, max_connections_per_principal=2) as s,
         httpx2.AsyncClient(timeout=30) as http,
     ):
-        busy = await wire.initialize(http, s.url, "token-alice")
+        busy = await raw.open_session(http, s.url, "token-alice")
         outcome: list[object] = []
 
         async def run_long() -> None:
-            outcome.append(await wire.execute(http, s.url, "token-alice", busy, "return await notes.create(text='x')"))
+            outcome.append(await raw.execute(http, s.url, "token-alice", busy, "return await notes.create(text='x')"))
 
         async with anyio.create_task_group() as group:
             group.start_soon(run_long)
             await started.wait()
-            idle = await wire.initialize(http, s.url, "token-alice")
-            newer = await wire.initialize(http, s.url, "token-alice")  # evicts idle, not busy
+            idle = await raw.open_session(http, s.url, "token-alice")
+            newer = await raw.open_session(http, s.url, "token-alice")  # evicts idle, not busy
             assert not await alive(http, s.url, idle)
             assert await alive(http, s.url, newer)
             release.set()
@@ -67,23 +66,13 @@ async def test_when_every_connection_is_busy_a_new_one_is_refused_with_503() -> 
     host = granted()
     started, release = host.hold_creates()
     async with served(host, max_connections=1) as s, httpx2.AsyncClient(timeout=30) as http:
-        busy = await wire.initialize(http, s.url, "token-alice", elicitation=False)
+        busy = await raw.open_session(http, s.url, "token-alice")
         async with anyio.create_task_group() as group:
-            group.start_soon(wire.execute, http, s.url, "token-alice", busy, "return await notes.create(text='x')")
+            group.start_soon(raw.execute, http, s.url, "token-alice", busy, "return await notes.create(text='x')")
             await started.wait()
-            body = {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": wire.PROTOCOL,
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0"},
-                },
-            }
-            refused = await http.post(s.url, json=body, headers=wire.headers("token-alice"))
+            refused = await raw.send(http, "POST", s.url, sent=raw.headers(version=None), body=raw.initialize(1))
             release.set()
-        assert refused.status_code == 503
+        assert refused.status == 503
         assert await alive(http, s.url, busy)
 
 
@@ -92,27 +81,27 @@ async def test_a_restarted_server_resumes_a_recorded_connection_for_its_own_prin
     host = granted()
     async with httpx2.AsyncClient(timeout=30) as http:
         async with served(host, connections=SqliteConnections(database)) as s:
-            session_id = await wire.initialize(http, s.url, "token-alice", elicitation=True)
+            session_id = await raw.open_session(http, s.url, "token-alice", raw.FORM_ELICITATION)
             url = s.url
         async with served(host, connections=SqliteConnections(database)) as s:
-            assert (await wire.call(http, s.url, "token-bob", session_id, "tools/list", {}))[0] == 404
-            status, found = await wire.execute(http, s.url, "token-alice", session_id, "return await notes.search()")
+            assert (await raw.request(http, s.url, "token-bob", session_id, "tools/list")).status == 404
+            status, found = await raw.execute(http, s.url, "token-alice", session_id, "return await notes.search()")
             assert status == 200
             assert [note["id"] for note in found] == [1, 2]
-            _, written = await wire.execute(
+            _, written = await raw.execute(
                 http, s.url, "token-alice", session_id, "return await notes.create(text='x')"
             )
             assert written["reason"] == "read-only-grant"  # no elicitation was recorded after the restart
             assert host.writes == []
             # A fresh connection negotiates again and may write.
-            fresh = await wire.initialize(http, s.url, "token-alice")
-            _, created = await wire.execute(http, s.url, "token-alice", fresh, "return await notes.create(text='x')")
+            fresh = await raw.open_session(http, s.url, "token-alice")
+            _, created = await raw.execute(http, s.url, "token-alice", fresh, "return await notes.create(text='x')")
             assert created == {"id": 3, "text": "x"}
-            deleted = await http.delete(s.url, headers=wire.headers("token-alice", session_id))
-            assert deleted.status_code in (200, 204)
+            deleted = await raw.send(http, "DELETE", s.url, sent=raw.headers(session=session_id))
+            assert deleted.status in (200, 204)
         assert url  # the same route in both lives
         async with served(host, connections=SqliteConnections(database)) as s:
-            assert (await wire.call(http, s.url, "token-alice", session_id, "tools/list", {}))[0] == 404
+            assert (await raw.request(http, s.url, "token-alice", session_id, "tools/list")).status == 404
 
 
 async def test_a_client_that_disconnects_mid_run_leaves_no_lease_or_slot_behind() -> None:
@@ -120,10 +109,10 @@ async def test_a_client_that_disconnects_mid_run_leaves_no_lease_or_slot_behind(
     started, release = host.hold_creates()
     async with served(host) as s:
         async with httpx2.AsyncClient(timeout=30) as http:
-            session_id = await wire.initialize(http, s.url, "token-alice")
+            session_id = await raw.open_session(http, s.url, "token-alice")
             async with anyio.create_task_group() as group:
                 group.start_soon(
-                    wire.execute, http, s.url, "token-alice", session_id, "return await notes.create(text='x')"
+                    raw.execute, http, s.url, "token-alice", session_id, "return await notes.create(text='x')"
                 )
                 await started.wait()
                 group.cancel_scope.cancel()  # the client goes away without DELETE
@@ -169,8 +158,8 @@ async def test_many_principals_share_one_sandbox_capacity() -> None:
 
 async def test_one_principal_holds_at_most_its_share_of_the_connections() -> None:
     async with served(granted(), max_connections=4) as s, httpx2.AsyncClient(timeout=30) as http:
-        bobs = await wire.initialize(http, s.url, "token-bob")
-        alices = [await wire.initialize(http, s.url, "token-alice") for _ in range(3)]
+        bobs = await raw.open_session(http, s.url, "token-bob")
+        alices = [await raw.open_session(http, s.url, "token-alice") for _ in range(3)]
         # Alice's share is 2 of 4: her third replaced her first, and Bob's connection stayed.
         assert [await alive(http, s.url, sid) for sid in alices] == [False, True, True]
         assert await alive(http, s.url, bobs, "token-bob")
