@@ -9,7 +9,7 @@ import signal
 import socket
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,9 +212,11 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(data_dir: Path, log: Path, *, token: str | None = None) -> AsyncIterator[Served]:
+async def serving(
+    data_dir: Path, log: Path, *, token: str | None = None, options: Sequence[str] = ()
+) -> AsyncIterator[Served]:
     """`mycelium serve` on the notes app on a free port; yields once its banner (and so its URL) is printed."""
-    command = [sys.executable, "-m", "mycelium.cli", "serve", str(NOTES_APP), "--port", "0"]
+    command = [sys.executable, "-m", "mycelium.cli", "serve", str(NOTES_APP), "--port", "0", *options]
     with log.open("ab") as log_file:
         process = await anyio.open_process(command, env=server_env(data_dir, token), stderr=log_file)
     try:
@@ -351,3 +353,36 @@ async def test_serve_over_stdio_writes_only_protocol_messages_to_stdout_and_exit
     assert [tool["name"] for tool in messages[-1]["result"]["tools"]] == ["execute"]
     assert rest == b""
     assert code == 0
+
+
+async def test_serve_accepts_loopback_and_the_allowed_hosts_only(tmp_path: Path) -> None:
+    token = "allow-host-token"
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    async with serving(
+        tmp_path / "data", tmp_path / "server.log", token=token, options=["--allow-host", "notes.test"]
+    ) as served:
+        port = served.url.split(":")[2].split("/")[0]
+        statuses = {}
+        async with httpx2.AsyncClient(timeout=30) as http:
+            for host in ("127.0.0.1", "notes.test", "other.test"):
+                sent = {
+                    "Authorization": f"Bearer {token}",
+                    "Accept": "application/json, text/event-stream",
+                    "Host": f"{host}:{port}",
+                }
+                statuses[host] = (await http.post(served.url, json=initialize, headers=sent)).status_code
+        assert await served.stop() == 0
+    assert statuses["127.0.0.1"] == 200
+    assert statuses["notes.test"] == 200
+    assert 400 <= statuses["other.test"] < 500
+
+
+def test_serve_refuses_an_allowed_host_that_is_not_a_host(app_dir: Path) -> None:
+    result = CliRunner().invoke(cli, ["serve", f"{app_name(app_dir)}.py", "--allow-host", "evil.test/path"])
+    assert result.exit_code == 2
+    assert "--allow-host" in result.output

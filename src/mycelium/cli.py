@@ -36,7 +36,16 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .mcp import McpCatalogProvider, McpServer, Member, Refused, bearer_tokens, create_mcp
+from .mcp import (
+    LOOPBACK_HOSTS,
+    LOOPBACK_ORIGINS,
+    McpCatalogProvider,
+    McpServer,
+    Member,
+    Refused,
+    bearer_tokens,
+    create_mcp,
+)
 
 __all__ = [
     "DEFAULT_ATTRIBUTE",
@@ -367,8 +376,18 @@ async def _serve_http(
     token: str,
     token_source: str,
     out: Console,
+    allow_hosts: Sequence[str],
 ) -> None:
-    server = create_mcp(catalog=catalog, authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}), name=name)
+    server = create_mcp(
+        catalog=catalog,
+        authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}),
+        name=name,
+        allowed_hosts=[*LOOPBACK_HOSTS, *(f"{allowed}:*" for allowed in allow_hosts)],
+        allowed_origins=[
+            *LOOPBACK_ORIGINS,
+            *(f"{scheme}://{allowed}:*" for allowed in allow_hosts for scheme in ("http", "https")),
+        ],
+    )
     sock = _bind(host, port)
     bound_port = sock.getsockname()[1]
     # A wildcard address listens on loopback too; that is the address a local client can use.
@@ -446,7 +465,16 @@ async def _serve_stdio(catalog: McpCatalogProvider, *, name: str) -> None:
 
 
 async def _serve(
-    app: str, *, transport: Transport, name: str, host: str, port: int, token: str, token_source: str, out: Console
+    app: str,
+    *,
+    transport: Transport,
+    name: str,
+    host: str,
+    port: int,
+    token: str,
+    token_source: str,
+    out: Console,
+    allow_hosts: Sequence[str] = (),
 ) -> None:
     # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
@@ -457,7 +485,15 @@ async def _serve(
             await _serve_stdio(catalog, name=name)
         else:
             await _serve_http(
-                catalog, app=app, name=name, host=host, port=port, token=token, token_source=token_source, out=out
+                catalog,
+                app=app,
+                name=name,
+                host=host,
+                port=port,
+                token=token,
+                token_source=token_source,
+                out=out,
+                allow_hosts=allow_hosts,
             )
     finally:
         with anyio.CancelScope(shield=True):
@@ -543,6 +579,14 @@ def serve(
         ),
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error (logs go to stderr).")] = "info",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A host name or address clients may reach the server by, besides loopback (HTTP; repeatable). "
+            "Its Host and Origin headers are then accepted.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve APP's catalog over MCP: Streamable HTTP at /mcp (default) or stdio."""
     err = Console(stderr=True, soft_wrap=True)
@@ -552,6 +596,9 @@ def serve(
         raise typer.BadParameter(f"{log_level!r} is not one of debug, info, warning, error", param_hint="--log-level")
     if cwd is not None:
         os.chdir(cwd)
+    for allowed in allow_host or ():
+        if not allowed or any(char.isspace() or char in "/@" for char in allowed):
+            raise typer.BadParameter(f"{allowed!r} is not a host name or address", param_hint="--allow-host")
     if token is not None and not token.strip():
         raise typer.BadParameter("the token may not be empty", param_hint=f"--token / {TOKEN_ENV}")
     source = ctx.get_parameter_source("token")
@@ -572,6 +619,7 @@ def serve(
                     token=token,
                     token_source=token_source,
                     out=out,
+                    allow_hosts=allow_host or (),
                 ),
                 backend="asyncio",
             )

@@ -15,10 +15,12 @@ from .catalog import (
 )
 from .connections import ConnectionStore, MemoryConnections, SqliteConnections
 from .principals import Admitted, Agent, Authenticate, Member, Principal, Refused, TeamKey, bearer_tokens
-from .server import PROTOCOL_VERSION, McpServer, create_mcp
+from .server import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, PROTOCOL_VERSION, McpServer, create_mcp
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
+    "LOOPBACK_HOSTS",
+    "LOOPBACK_ORIGINS",
     "PROTOCOL_VERSION",
     "Admitted",
     "Agent",

@@ -52,15 +52,17 @@ from .elicitation import RequestAccess
 from .http import Answered, pin_initialize, releasing, request_id, send_error, stays_connected, watch
 from .principals import Admitted, Authenticate, Principal, Refused, principal_key
 
-__all__ = ["PROTOCOL_VERSION", "McpServer", "create_mcp"]
+__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSION", "McpServer", "create_mcp"]
 
 logger = logging.getLogger("mycelium.mcp")
 
 PROTOCOL_VERSION = "2025-11-25"
 """The one MCP protocol version served: the newest with requests from server to client (elicitation)."""
 
-_LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-_LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+"""The ``Host`` values accepted by default: loopback, any port."""
+LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+"""The ``Origin`` values accepted by default."""
 _SESSION_HEADER = "mcp-session-id"
 _PRINCIPAL = "mycelium.principal"
 _GONE = "mycelium.gone"
@@ -133,8 +135,8 @@ class McpServer:
             stateless=False,
             security_settings=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True,
-                allowed_hosts=list(_LOCAL_HOSTS if allowed_hosts is None else allowed_hosts),
-                allowed_origins=list(_LOCAL_ORIGINS if allowed_origins is None else allowed_origins),
+                allowed_hosts=list(LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts),
+                allowed_origins=list(LOOPBACK_ORIGINS if allowed_origins is None else allowed_origins),
             ),
             # Connections end by DELETE or eviction; their records belong to the catalog.
             session_idle_timeout=None,
