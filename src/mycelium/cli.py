@@ -366,18 +366,20 @@ async def _stop_on_signal(stop: anyio.Event, second: Any) -> None:
                 second()
 
 
-async def _serve_http(
-    catalog: McpCatalogProvider,
-    *,
-    app: str,
-    name: str,
-    host: str,
-    port: int,
-    token: str,
-    token_source: str,
-    out: Console,
-    allow_hosts: Sequence[str],
-) -> None:
+@dataclass(frozen=True)
+class _Http:
+    """Where and how `serve` listens over HTTP."""
+
+    host: str
+    port: int
+    token: str
+    token_source: str
+    """"generated", "env" or "option": whether the banner may show the token."""
+    allow_hosts: Sequence[str]
+
+
+async def _serve_http(catalog: McpCatalogProvider, *, app: str, name: str, http: _Http, out: Console) -> None:
+    host, token, allow_hosts = http.host, http.token, http.allow_hosts
     server = create_mcp(
         catalog=catalog,
         authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}),
@@ -388,7 +390,7 @@ async def _serve_http(
             *(f"{scheme}://{allowed}:*" for allowed in allow_hosts for scheme in ("http", "https")),
         ],
     )
-    sock = _bind(host, port)
+    sock = _bind(host, http.port)
     bound_port = sock.getsockname()[1]
     # A wildcard address listens on loopback too; that is the address a local client can use.
     url = _url({"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host), bound_port)
@@ -400,7 +402,9 @@ async def _serve_http(
             # full collection, which otherwise walks the SDK's objects and stalls the loop.
             gc.freeze()
             # Printed only now: the socket already listens, and the MCP server is ready.
-            _print_banner(out, app=app, name=name, url=url, token=token, token_source=token_source, cwd=os.getcwd())
+            _print_banner(
+                out, app=app, name=name, url=url, token=token, token_source=http.token_source, cwd=os.getcwd()
+            )
             yield
 
     web_app = Starlette(routes=[Route(MCP_PATH, _AsgiEndpoint(server))], lifespan=lifespan)
@@ -464,18 +468,7 @@ async def _serve_stdio(catalog: McpCatalogProvider, *, name: str) -> None:
         await server.close()
 
 
-async def _serve(
-    app: str,
-    *,
-    transport: Transport,
-    name: str,
-    host: str,
-    port: int,
-    token: str,
-    token_source: str,
-    out: Console,
-    allow_hosts: Sequence[str] = (),
-) -> None:
+async def _serve(app: str, *, transport: Transport, name: str, http: _Http, out: Console) -> None:
     # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
     with redirect:
@@ -484,17 +477,7 @@ async def _serve(
         if transport is Transport.stdio:
             await _serve_stdio(catalog, name=name)
         else:
-            await _serve_http(
-                catalog,
-                app=app,
-                name=name,
-                host=host,
-                port=port,
-                token=token,
-                token_source=token_source,
-                out=out,
-                allow_hosts=allow_hosts,
-            )
+            await _serve_http(catalog, app=app, name=name, http=http, out=out)
     finally:
         with anyio.CancelScope(shield=True):
             await aclose_catalog(catalog)
@@ -614,12 +597,8 @@ def serve(
                     app,
                     transport=transport,
                     name=name,
-                    host=host,
-                    port=port,
-                    token=token,
-                    token_source=token_source,
+                    http=_Http(host, port, token, token_source, tuple(allow_host or ())),
                     out=out,
-                    allow_hosts=allow_host or (),
                 ),
                 backend="asyncio",
             )
