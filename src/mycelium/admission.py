@@ -11,7 +11,6 @@ has really settled, even when the run was reported as stopped before then.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Literal
 import anyio
 
 from .options import MAX_ADMISSION_WAIT_MS, ExecutionOptions, check_int
-from .sandbox import Sandbox, SandboxRequest
+from .sandbox import Sandbox, SandboxRequest, close_sandbox
 from .signals import AbortSignal
 from .values import JsonValue
 
@@ -221,8 +220,4 @@ class SharedSandbox:
 
     async def aclose(self) -> None:
         """Close the shared sandbox. Close the runtimes that use it first."""
-        closer = getattr(self.sandbox, "aclose", None)
-        if closer is not None:
-            outcome = closer()
-            if inspect.isawaitable(outcome):
-                await outcome
+        await close_sandbox(self.sandbox)

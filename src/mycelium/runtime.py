@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import inspect
 import logging
 import os
 import sys
@@ -46,7 +45,7 @@ from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer
 from .modules import Module
 from .options import ExecutionOptions, check_int
-from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox
+from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox, close_sandbox
 from .signals import AbortController
 from .sources import Capabilities, CapabilitySource, Revision
 from .tools import DirectTool, GatedTool
@@ -351,13 +350,8 @@ class Runtime:
             self._leases.release()
 
     async def _close_sandbox(self) -> None:
-        if not self._owns_sandbox:
-            return
-        closer = getattr(self.sandbox, "aclose", None)
-        if closer is not None:
-            outcome = closer()
-            if inspect.isawaitable(outcome):
-                await outcome
+        if self._owns_sandbox:
+            await close_sandbox(self.sandbox)
 
     async def __aenter__(self) -> Self:
         return self

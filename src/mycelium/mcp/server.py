@@ -241,13 +241,10 @@ class McpServer:
             known.requests.add(request_id)
             send = releasing(send, lambda: known.requests.discard(request_id))
         await self._manager.handle_request(scope, receive, send)
-        if len(known.requests) > _MAX_HELD_IDS:
-            # A client that keeps abandoning requests has its connection closed, not the table grown.
-            await self._discard(session_id)
-            await self._catalog.close(session_id)
-            return
-        if scope["method"] == "DELETE" and session_id not in self._manager._server_instances:
-            await self._forget(session_id)
+        ended = scope["method"] == "DELETE" and session_id not in self._manager._server_instances
+        # A client that keeps abandoning requests has its connection closed, not the table grown.
+        if ended or len(known.requests) > _MAX_HELD_IDS:
+            await self._end(session_id)
 
     async def _read_body(self, receive: Receive) -> bytes | None:
         """The whole body of a POST, or ``None`` once it passes the limit (nothing past it is read)."""
@@ -389,8 +386,7 @@ class McpServer:
         )
         if victim is None:
             return False
-        await self._discard(victim)
-        await self._catalog.close(victim)
+        await self._end(victim)
         return True
 
     async def _resume(
@@ -458,14 +454,15 @@ class McpServer:
             await self._catalog.touch(session_id)
 
     async def _discard(self, session_id: str) -> None:
+        """Close the connection's transport in this process; the catalog keeps its record."""
         self._connections.pop(session_id, None)
         transport = self._manager._server_instances.get(session_id)
         if transport is not None:
             await self._manager._discard_session(session_id, transport)
 
-    async def _forget(self, session_id: str) -> None:
-        """The client ended the connection: it is gone from memory and from the catalog."""
-        self._connections.pop(session_id, None)
+    async def _end(self, session_id: str) -> None:
+        """End the connection for good: its transport here and its record in the catalog."""
+        await self._discard(session_id)
         await self._catalog.close(session_id)
 
     # -- MCP handlers ---------------------------------------------------------------------

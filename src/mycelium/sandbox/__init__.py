@@ -9,6 +9,7 @@ failure. This package knows nothing of leases, runtimes or MCP.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
@@ -17,7 +18,14 @@ from ..bindings import BindingCallback
 from ..signals import AbortSignal
 from ..values import JsonValue
 
-__all__ = ["UNENFORCED_LIMIT_NOTICES", "BindingCallback", "Sandbox", "SandboxRequest", "UnenforcedLimit"]
+__all__ = [
+    "UNENFORCED_LIMIT_NOTICES",
+    "BindingCallback",
+    "Sandbox",
+    "SandboxRequest",
+    "UnenforcedLimit",
+    "close_sandbox",
+]
 
 UnenforcedLimit: TypeAlias = Literal["cpu", "memory", "output", "cancel"]
 """A limit a host declares its sandbox does not enforce where it runs (local development)."""
@@ -89,3 +97,12 @@ class Sandbox(Protocol):
         the work it started has settled.
         """
         ...
+
+
+async def close_sandbox(sandbox: Sandbox) -> None:
+    """Close ``sandbox`` if it offers ``aclose()`` (sync or async); the protocol does not require one."""
+    closer = getattr(sandbox, "aclose", None)
+    if closer is not None:
+        outcome = closer()
+        if inspect.isawaitable(outcome):
+            await outcome
