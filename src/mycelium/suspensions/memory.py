@@ -1,0 +1,71 @@
+"""Suspensions kept in this process only: the default, and gone when the process ends."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from .store import StoredSuspension, SuspensionLimitReached
+
+__all__ = ["MemorySuspensions"]
+
+
+class MemorySuspensions:
+    """Suspensions in a dict of this process.
+
+    Every method runs to completion without awaiting, so on one event loop each is
+    atomic: no other task sees a half-made change.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, StoredSuspension] = {}  # in the order they were stored
+
+    async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
+        """Store ``suspension`` unless its session is full or its id is taken."""
+        now = time.time()
+        held = sum(
+            1 for known in self._held.values() if known.session_id == suspension.session_id and known.expires_at > now
+        )
+        if held >= max_per_session:
+            raise SuspensionLimitReached(f"the session already holds {held} suspensions")
+        if suspension.id in self._held:
+            raise ValueError(f"suspension {suspension.id!r} is already stored")
+        self._held[suspension.id] = suspension
+
+    async def get(self, suspension_id: str) -> StoredSuspension | None:
+        """The suspension, expired or not, if it is held."""
+        return self._held.get(suspension_id)
+
+    async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
+        """The newest unexpired suspension of this session's tool call."""
+        now = time.time()
+        for known in reversed(self._held.values()):
+            if known.session_id == session_id and known.tool_call_id == tool_call_id and known.expires_at > now:
+                return known
+        return None
+
+    async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
+        """Set the decision of an unexpired, undecided suspension."""
+        known = self._held.get(suspension_id)
+        if known is None or known.expires_at <= now or known.decision is not None:
+            return False
+        self._held[suspension_id] = dataclasses.replace(known, decision=decision)
+        return True
+
+    async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
+        """Remove and return the suspension if it is held and unexpired."""
+        known = self._held.get(suspension_id)
+        if known is None or known.expires_at <= now:
+            return None
+        del self._held[suspension_id]
+        return known
+
+    async def purge_expired(self, *, now: float) -> int:
+        """Remove the suspensions that expired at or before ``now``."""
+        expired = [known.id for known in self._held.values() if known.expires_at <= now]
+        for suspension_id in expired:
+            del self._held[suspension_id]
+        return len(expired)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,165 @@
+"""Suspensions kept in a SQLite file, so a restarted process, or another one on the same machine, resumes them."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio.to_thread
+
+from .store import StoredSuspension, SuspensionLimitReached
+
+__all__ = ["SqliteSuspensions"]
+
+T = TypeVar("T")
+
+# A run without a session is stored under the empty string: real session ids are never empty.
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS suspensions (
+    id TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    tool_call_id TEXT,
+    expires_at REAL NOT NULL,
+    record BLOB NOT NULL,
+    decision BLOB
+);
+CREATE INDEX IF NOT EXISTS suspensions_by_call ON suspensions (session, tool_call_id);
+"""
+_COLUMNS = "id, session, tool_call_id, expires_at, record, decision"
+
+
+class SqliteSuspensions:
+    """Suspensions in a SQLite file, shared by every process that opens it.
+
+    The file and its table are made on first use; the folder must exist. Each answer is
+    one statement or one ``BEGIN IMMEDIATE`` transaction, so it is atomic across
+    processes too, and runs in a worker thread so a busy file never holds the event loop.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = Path(path)
+        if not self._path.parent.is_dir():
+            raise ValueError(f"cannot keep suspensions in {str(self._path)!r}: its folder does not exist")
+        self._lock = threading.Lock()  # one connection, used by one thread at a time
+        self._db: sqlite3.Connection | None = None
+        self._closed = False
+
+    async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
+        """Store ``suspension`` unless its session is full or its id is taken, in one transaction."""
+        session = suspension.session_id or ""
+
+        def put(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")  # the count and the insert see one state, also across processes
+            with db:  # commits, or rolls back on any exception
+                (held,) = db.execute(
+                    "SELECT count(*) FROM suspensions WHERE session = ? AND expires_at > ?", (session, time.time())
+                ).fetchone()
+                if held >= max_per_session:
+                    raise SuspensionLimitReached(f"the session already holds {held} suspensions")
+                try:
+                    db.execute(
+                        f"INSERT INTO suspensions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            suspension.id,
+                            session,
+                            suspension.tool_call_id,
+                            suspension.expires_at,
+                            suspension.record,
+                            suspension.decision,
+                        ),
+                    )
+                except sqlite3.IntegrityError as error:
+                    raise ValueError(f"suspension {suspension.id!r} is already stored") from error
+
+        await self._run(put)
+
+    async def get(self, suspension_id: str) -> StoredSuspension | None:
+        """The suspension, expired or not, if it is stored."""
+        return await self._one(f"SELECT {_COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,))
+
+    async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
+        """The newest unexpired suspension of this session's tool call."""
+        return await self._one(
+            f"SELECT {_COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ? AND expires_at > ?"
+            " ORDER BY rowid DESC LIMIT 1",  # a new row's rowid is above every stored one
+            (session_id or "", tool_call_id, time.time()),
+        )
+
+    async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
+        """Set the decision of an unexpired, undecided suspension with one conditional update."""
+        changed = await self._run(
+            lambda db: (
+                db.execute(
+                    "UPDATE suspensions SET decision = ? WHERE id = ? AND expires_at > ? AND decision IS NULL",
+                    (decision, suspension_id, now),
+                ).rowcount
+            )
+        )
+        return changed == 1
+
+    async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
+        """Remove and return the suspension if it is stored and unexpired, in one statement."""
+        return await self._one(
+            f"DELETE FROM suspensions WHERE id = ? AND expires_at > ? RETURNING {_COLUMNS}", (suspension_id, now)
+        )
+
+    async def purge_expired(self, *, now: float) -> int:
+        """Remove the suspensions that expired at or before ``now``."""
+        return await self._run(lambda db: db.execute("DELETE FROM suspensions WHERE expires_at <= ?", (now,)).rowcount)
+
+    async def aclose(self) -> None:
+        """Close the database file."""
+
+        def close() -> None:
+            with self._lock:
+                self._closed = True
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+
+        await anyio.to_thread.run_sync(close)
+
+    async def _one(self, sql: str, parameters: tuple[object, ...]) -> StoredSuspension | None:
+        row = await self._run(lambda db: db.execute(sql, parameters).fetchone())
+        if row is None:
+            return None
+        suspension_id, session, tool_call_id, expires_at, record, decision = row
+        return StoredSuspension(suspension_id, session or None, tool_call_id, expires_at, record, decision)
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def run() -> T:
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError("the suspension store is closed")
+                if self._db is None:
+                    self._db = self._open()
+                return work(self._db)
+
+        return await anyio.to_thread.run_sync(run)
+
+    def _open(self) -> sqlite3.Connection:
+        # Autocommit unless a transaction is begun explicitly; wait up to 10 s for another process's write.
+        db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=10)
+        try:
+            _use_wal(db)
+            db.executescript(_SCHEMA)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, so readers never wait for a writer."""
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError:
+        # The switch fails at once, without the busy wait, while another connection holds the file (two
+        # processes making it at the same moment): wait for it as an exclusive transaction does, then switch.
+        db.execute("BEGIN EXCLUSIVE")
+        db.execute("COMMIT")
+        db.execute("PRAGMA journal_mode=WAL")
