@@ -1,0 +1,180 @@
+"""Suspensions kept in PostgreSQL, so every server instance of a host shares them.
+
+Needs asyncpg: ``pip install 'mycelium-runtime[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from .store import StoredSuspension, SuspensionLimitReached
+
+if TYPE_CHECKING:
+    import asyncpg
+
+__all__ = ["PostgresSuspensions"]
+
+# Lower case, so the quoted name (quoted, a reserved word still works) is the table an unquoted query names;
+# at most 48 characters, so the index name made from it stays within PostgreSQL's 63.
+_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
+_COLUMNS = "id, session, tool_call_id, expires_at, record, decision"
+
+
+class PostgresSuspensions:
+    """Suspensions in a PostgreSQL table, shared by every process that uses it.
+
+    Give a ``dsn`` (``None`` reads the ``PG*`` environment variables) or a ``pool`` of
+    your own; a pool made here is closed by :meth:`aclose`, yours is left to you. The
+    table is made on first use. A run without a session is stored under the empty
+    string: real session ids are never empty.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        pool: asyncpg.Pool | None = None,
+        table: str = "mycelium_suspensions",
+    ) -> None:
+        if not _TABLE_NAME.fullmatch(table):
+            raise ValueError(f"table must be a plain lower-case identifier of at most 48 characters, not {table!r}")
+        if dsn is not None and pool is not None:
+            raise ValueError("give a dsn or a pool, not both")
+        self._dsn = dsn
+        self._pool = pool
+        self._owns_pool = pool is None
+        self._table = f'"{table}"'
+        self._index = f'"{table}_by_call"'
+        self._ready = False
+        self._closed = False
+        self._opening = anyio.Lock()
+
+    async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
+        """Store ``suspension`` unless its session is full or its id is taken, in one transaction."""
+        pool = await self._connected()
+        import asyncpg  # present: the pool was made
+
+        session = suspension.session_id or ""
+        async with pool.acquire() as connection, connection.transaction():
+            # Two puts for one session queue here, so both cannot pass the count; other sessions never wait.
+            await connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{self._table}:{session}"
+            )
+            held = await connection.fetchval(
+                f"SELECT count(*) FROM {self._table} WHERE session = $1 AND expires_at > $2", session, time.time()
+            )
+            if held >= max_per_session:
+                raise SuspensionLimitReached(f"the session already holds {held} suspensions")
+            try:
+                await connection.execute(
+                    f"INSERT INTO {self._table} ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)",
+                    suspension.id,
+                    session,
+                    suspension.tool_call_id,
+                    suspension.expires_at,
+                    suspension.record,
+                    suspension.decision,
+                )
+            except asyncpg.UniqueViolationError as error:
+                raise ValueError(f"suspension {suspension.id!r} is already stored") from error
+
+    async def get(self, suspension_id: str) -> StoredSuspension | None:
+        """The suspension, expired or not, if it is stored."""
+        return await self._one(f"SELECT {_COLUMNS} FROM {self._table} WHERE id = $1", suspension_id)
+
+    async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
+        """The newest unexpired suspension of this session's tool call."""
+        return await self._one(
+            f"SELECT {_COLUMNS} FROM {self._table} WHERE session = $1 AND tool_call_id = $2 AND expires_at > $3"
+            " ORDER BY stored DESC LIMIT 1",
+            session_id or "",
+            tool_call_id,
+            time.time(),
+        )
+
+    async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
+        """Set the decision of an unexpired, undecided suspension with one conditional update."""
+        pool = await self._connected()
+        changed = await pool.fetchval(
+            f"UPDATE {self._table} SET decision = $2 WHERE id = $1 AND expires_at > $3 AND decision IS NULL"
+            " RETURNING true",
+            suspension_id,
+            decision,
+            now,
+        )
+        return changed is not None
+
+    async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
+        """Remove and return the suspension if it is stored and unexpired, in one statement."""
+        return await self._one(
+            f"DELETE FROM {self._table} WHERE id = $1 AND expires_at > $2 RETURNING {_COLUMNS}", suspension_id, now
+        )
+
+    async def purge_expired(self, *, now: float) -> int:
+        """Remove the suspensions that expired at or before ``now``."""
+        pool = await self._connected()
+        removed: int = await pool.fetchval(
+            f"WITH removed AS (DELETE FROM {self._table} WHERE expires_at <= $1 RETURNING 1)"
+            " SELECT count(*) FROM removed",
+            now,
+        )
+        return removed
+
+    async def aclose(self) -> None:
+        """Close the pool if this store made it."""
+        async with self._opening:
+            self._closed = True
+            if self._owns_pool and self._pool is not None:
+                await self._pool.close()
+            self._pool = None
+
+    async def _one(self, sql: str, *arguments: Any) -> StoredSuspension | None:
+        pool = await self._connected()
+        row = await pool.fetchrow(sql, *arguments)
+        if row is None:
+            return None
+        suspension_id, session, tool_call_id, expires_at, record, decision = row
+        return StoredSuspension(suspension_id, session or None, tool_call_id, expires_at, record, decision)
+
+    async def _connected(self) -> asyncpg.Pool:
+        """The pool, made and with the table made on the first call."""
+        async with self._opening:
+            if self._closed:
+                raise RuntimeError("the suspension store is closed")
+            if self._pool is None:
+                self._pool = await _create_pool(self._dsn)
+            if not self._ready:
+                await self._create_table(self._pool)
+                self._ready = True
+            return self._pool
+
+    async def _create_table(self, pool: asyncpg.Pool) -> None:
+        async with pool.acquire() as connection, connection.transaction():
+            # Two processes creating one table at once can collide in the catalog; the lock makes them take turns.
+            await connection.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", self._table)
+            await connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._table} ("
+                " stored bigint GENERATED ALWAYS AS IDENTITY,"
+                " id text PRIMARY KEY,"
+                " session text NOT NULL,"
+                " tool_call_id text,"
+                " expires_at double precision NOT NULL,"
+                " record bytea NOT NULL,"
+                " decision bytea)"
+            )
+            await connection.execute(
+                f"CREATE INDEX IF NOT EXISTS {self._index} ON {self._table} (session, tool_call_id)"
+            )
+
+
+async def _create_pool(dsn: str | None) -> asyncpg.Pool:
+    try:
+        import asyncpg
+    except ImportError as error:
+        raise ImportError("PostgresSuspensions needs asyncpg: pip install 'mycelium-runtime[postgres]'") from error
+    pool: asyncpg.Pool = await asyncpg.create_pool(dsn, min_size=1, max_size=10)
+    return pool
