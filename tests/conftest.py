@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import uuid
+import warnings
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,3 +21,24 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     # Mark coroutine tests before anyio's own collection hook looks for the marker.
     if inspect.iscoroutinefunction(obj) and name.startswith("test"):
         pytest.mark.anyio(obj)
+
+
+@pytest.fixture(scope="session")
+def postgres_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL for the whole test session (pgserver's bundled binaries), reachable from other processes."""
+    with warnings.catch_warnings():
+        # pgserver looks up a runtime folder when imported; without XDG_RUNTIME_DIR it warns and uses /tmp.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+        import pgserver
+
+    server = pgserver.get_server(tmp_path_factory.mktemp("postgres"), cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def postgres_table() -> str:
+    """A table name no other test uses, so tests sharing the server never see each other's rows."""
+    return f"t_{uuid.uuid4().hex}"
