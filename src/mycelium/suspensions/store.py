@@ -1,0 +1,88 @@
+"""The storage contract for suspended runs.
+
+A store keeps sealed records and a few plain columns to find them by. It never reads a
+record: sealing (an HMAC under the host's key) and everything inside belong to the
+runtime, which refuses a record whose seal does not match. What a store guarantees is
+atomicity: deciding a suspension sets its decision once, and claiming one removes it in
+one step, so two resumes of the same suspension (in one process or in two) end with
+exactly one of them holding it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["StoredSuspension", "SuspensionLimitReached", "SuspensionStore"]
+
+
+@dataclass(frozen=True)
+class StoredSuspension:
+    """One suspended run as a store holds it."""
+
+    id: str
+    """Unique, unguessable, chosen by the runtime."""
+    session_id: str | None
+    """The host session the run belongs to (``None`` for a session-free host)."""
+    tool_call_id: str | None
+    """The tool call the run answers, so re-invoking the same call can find it."""
+    expires_at: float
+    """Unix time (seconds) after which it can no longer be claimed."""
+    record: bytes
+    """The sealed record. Opaque to the store."""
+    decision: bytes | None = None
+    """The sealed decision a person made, once :meth:`SuspensionStore.decide` set it."""
+
+    def __post_init__(self) -> None:
+        # Stores keep "no session" apart from every session; session ids are never empty.
+        if self.session_id == "":
+            raise ValueError("StoredSuspension.session_id must be a non-empty string or None")
+
+
+class SuspensionLimitReached(Exception):
+    """The session already holds as many suspensions as the store allows; nothing was stored."""
+
+
+@runtime_checkable
+class SuspensionStore(Protocol):
+    """Keeps suspended runs until they are claimed or expire. Every method is safe to call concurrently."""
+
+    async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
+        """Store ``suspension``.
+
+        Raises :class:`SuspensionLimitReached` (storing nothing) when its session already
+        holds ``max_per_session`` suspensions that have not expired. Raises ``ValueError``
+        for an id already stored.
+        """
+        ...
+
+    async def get(self, suspension_id: str) -> StoredSuspension | None:
+        """The stored suspension, expired or not, or ``None`` when there is none (or it was claimed)."""
+        ...
+
+    async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
+        """The unexpired suspension of this session's tool call, or ``None``. The newest if several."""
+        ...
+
+    async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
+        """Set the decision of an unexpired, undecided suspension in one atomic step.
+
+        Returns ``False`` (changing nothing) when it is absent, expired or already decided.
+        """
+        ...
+
+    async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
+        """Remove the suspension and return it, in one atomic step, if it is present and unexpired.
+
+        Of two concurrent claims of one id, exactly one gets it; the other gets ``None``.
+        An expired suspension is not returned (and may be removed).
+        """
+        ...
+
+    async def purge_expired(self, *, now: float) -> int:
+        """Remove every suspension that expired at or before ``now``; how many were removed."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the store's resources (connections, threads). Idempotent."""
+        ...
