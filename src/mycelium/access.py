@@ -13,9 +13,12 @@ Hosts pass their decisions down as data in :class:`Access`:
 - ``explicit``: every key fails closed, as if all were required: a module the grants do
   not name is refused (a served catalog's rule).
 - ``confirm``: how the host asks a person (sync or async; only ``True`` approves, ``None``
-  says nobody could be asked). Without it, a ``confirm=True`` operation is refused, never
-  run unasked. After a person approves, the grant is read again: one revoked while they
-  were deciding refuses the call.
+  says nobody could be asked, ``"defer"`` says the person will answer later). Without it, a
+  ``confirm=True`` operation is refused, never run unasked. After a person approves, the
+  grant is read again: one revoked while they were deciding refuses the call. :func:`defer`
+  defers every confirmation: in a runtime with suspensions the run pauses at the call and
+  resumes once the person decides (see :mod:`mycelium.suspend`); anywhere else a deferred
+  confirmation is refused as ``confirmation-unavailable``.
 - ``on_refused``: observes each refusal; it never changes the decision.
 
 The grant is checked first, then the person, both before the input is decoded. A refused
@@ -40,10 +43,14 @@ __all__ = [
     "Access",
     "AccessGate",
     "AccessRefusal",
+    "ConfirmAnswer",
     "ConfirmRequest",
+    "Decision",
+    "DecisionDeferred",
     "Grant",
     "RefusalReason",
     "RefusedCall",
+    "defer",
     "grant_as",
 ]
 
@@ -51,6 +58,12 @@ Grant: TypeAlias = Literal["write", "read", "none"]
 RefusalReason: TypeAlias = Literal[
     "not-granted", "read-only-grant", "confirmation-unavailable", "confirmation-declined"
 ]
+ConfirmAnswer: TypeAlias = bool | Literal["defer"] | None
+"""What a ``confirm`` callback answers: ``True`` approves, ``False`` declines, ``None`` says
+nobody could be asked, ``"defer"`` says a person will decide later."""
+Decision: TypeAlias = Literal["approved", "declined", "unavailable"]
+"""A decision made outside the call: a person's, given to a resumed run, or ``"unavailable"``
+when the run could not pause to wait for one."""
 SessionGrants: TypeAlias = Callable[[], "Mapping[str, Grant] | Awaitable[Mapping[str, Grant]]"]
 
 _GRANTS: frozenset[str] = frozenset({"write", "read", "none"})
@@ -110,6 +123,26 @@ class ConfirmRequest:
     """The arguments as the caller sent them, not yet decoded: for display only."""
 
 
+class DecisionDeferred(Exception):
+    """Raised by the gate when the host deferred a confirmation in a run that can pause.
+
+    It carries the call to decide: the run is suspended at it, and nothing of the call ran.
+    """
+
+    def __init__(self, request: ConfirmRequest) -> None:
+        self.request = request
+        super().__init__(f"{request.path} awaits a person's decision")
+
+
+def defer(request: ConfirmRequest) -> Literal["defer"]:
+    """A ``confirm`` callback that defers every decision to a person who answers later.
+
+    ``Access(confirm=defer)`` in a runtime with suspensions pauses a run at each confirm
+    operation and hands the host a :class:`~mycelium.suspend.Suspension` to decide.
+    """
+    return "defer"
+
+
 @dataclass(frozen=True)
 class RefusedCall:
     """What ``on_refused`` observes: the refusal and the call it refused."""
@@ -126,7 +159,7 @@ class Access:
     session_grants: SessionGrants | None = None
     required: Collection[str] = ()
     explicit: bool = False
-    confirm: Callable[[ConfirmRequest], bool | Awaitable[bool | None] | None] | None = None
+    confirm: Callable[[ConfirmRequest], ConfirmAnswer | Awaitable[ConfirmAnswer]] | None = None
     on_refused: Observer[RefusedCall] | None = None
 
     def __post_init__(self) -> None:
@@ -161,16 +194,32 @@ class AccessGate:
     def __init__(self, access: Access) -> None:
         self._access = access
 
-    async def check(self, target: InstalledOperation, context: InvocationContext, raw: object) -> AccessRefusal | None:
+    async def check(
+        self,
+        target: InstalledOperation,
+        context: InvocationContext,
+        raw: object,
+        *,
+        may_defer: bool = False,
+        decided: Decision | None = None,
+    ) -> AccessRefusal | None:
         """``None`` when the call may proceed, else the refusal (already reported to ``on_refused``).
 
-        An exception from ``session_grants`` or ``confirm`` propagates: it is a host failure.
+        ``may_defer``: the caller can pause the run, so a deferred confirmation raises
+        :class:`DecisionDeferred` instead of refusing. ``decided``: this very call was already
+        decided (a resumed run); nobody is asked, and an approval still needs the grant as it
+        reads now. An exception from ``session_grants`` or ``confirm``
+        propagates: it is a host failure.
         """
         op = target.operation
         reason = await self._grant_refusal(target)
         if reason is None and op.confirm:
+            if decided is None:
+                reason = await self._ask(target, context, raw, may_defer)
+            elif decided != "approved":
+                reason = "confirmation-declined" if decided == "declined" else "confirmation-unavailable"
             # The person's answer can take long: the grant is read again once they approve.
-            reason = await self._ask(target, context, raw) or await self._grant_refusal(target)
+            reason = reason or await self._grant_refusal(target)
         if reason is None:
             return None
         refusal = AccessRefusal(
@@ -205,7 +254,9 @@ class AccessGate:
             return access.grants[key]
         return "none" if access.explicit or key in access.required else "write"
 
-    async def _ask(self, target: InstalledOperation, context: InvocationContext, raw: object) -> RefusalReason | None:
+    async def _ask(
+        self, target: InstalledOperation, context: InvocationContext, raw: object, may_defer: bool
+    ) -> RefusalReason | None:
         if self._access.confirm is None:
             return "confirmation-unavailable"
         request = ConfirmRequest(
@@ -223,7 +274,9 @@ class AccessGate:
         approved = self._access.confirm(request)
         if inspect.isawaitable(approved):
             approved = await approved
-        if approved is None:
+        if approved == "defer" and may_defer:
+            raise DecisionDeferred(request)
+        if approved is None or approved == "defer":
             return "confirmation-unavailable"
         return None if approved is True else "confirmation-declined"
 

@@ -11,14 +11,13 @@ reference, while the exception itself goes to the host's ``on_operation_error`` 
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from .access import AccessGate, AccessRefusal
+from .access import AccessGate, AccessRefusal, Decision, DecisionDeferred
 from .context import InvocationContext
 from .errors import InvalidInput, OperationFailed, new_reference
 from .graph import InstalledModule, InstalledOperation, OperationGraph
@@ -75,19 +74,33 @@ class Invoker:
         self._on_operation_error = on_operation_error
 
     async def invoke(
-        self, target: InstalledOperation, raw: object, context: InvocationContext
+        self,
+        target: InstalledOperation,
+        raw: object,
+        context: InvocationContext,
+        *,
+        may_defer: bool = False,
+        decided: Decision | None = None,
     ) -> JsonValue | AccessRefusal:
         """Check access, decode ``raw``, run the operation, encode its result.
 
         Returns an :class:`AccessRefusal` when the host's access decisions refuse the call
         (nothing was decoded or run). Raises :class:`InvalidInput` when ``raw`` breaks the
         input schema and :class:`OperationFailed` for any host failure; neither carries
-        host detail.
+        host detail. ``may_defer`` and ``decided`` are the gate's
+        (:meth:`~mycelium.access.AccessGate.check`): with ``may_defer``, a confirmation the
+        host defers raises :class:`~mycelium.access.DecisionDeferred` once the input is
+        known to be valid, so nobody is asked to approve a call that could not run.
         """
         op = target.operation
         stage: Stage = "access"
         try:
-            refusal = await self._gate.check(target, context, raw)
+            try:
+                refusal = await self._gate.check(target, context, raw, may_defer=may_defer, decided=decided)
+            except DecisionDeferred:
+                stage = "decode"
+                op.decode_input(raw)
+                raise
             if refusal is not None:
                 return refusal
             stage = "decode"
@@ -96,6 +109,8 @@ class Invoker:
             result = await op.call(decoded, context)
             stage = "encode"
             return op.encode_output(result)
+        except DecisionDeferred:
+            raise
         except Exception as exc:
             caught = exc
         # Raised outside the handler so the host exception is not the error's __context__:
@@ -141,7 +156,8 @@ class Execution:
     """The host side of one execute attempt: its identity, its ordinal counter and its bindings.
 
     A fresh ``Execution`` (fresh ``execution_id``, counter at zero) is made for every
-    attempt, so replaying a program gives the same ordinals.
+    attempt, so replaying a program gives the same ordinals. A suspended run resumes in
+    an ``Execution`` with the same ``execution_id`` whose counter continues where it stopped.
     """
 
     def __init__(
@@ -156,6 +172,8 @@ class Execution:
         helpers: Mapping[str, Mapping[str, BindingCallback]] | None = None,
         max_input_bytes: int | None = None,
         max_inflight_input_bytes: int | None = None,
+        suspendable: bool = False,
+        first_ordinal: int = 0,
     ) -> None:
         self.graph = graph
         # Host helpers (discovery) sit beside the operations but take no ordinals and no gate.
@@ -165,13 +183,20 @@ class Execution:
         self.session_id = session_id
         self.signal = signal
         self._invoker = invoker
-        self._ordinals = itertools.count()
+        # A run that can pause lets the gate defer a confirmation; a resumed one continues its ordinals.
+        self._suspendable = suspendable
+        self._next_ordinal = first_ordinal
         self._max_input = max_input_bytes
         self._max_inflight = max_inflight_input_bytes
         self._inflight = 0
         # A sandbox may place calls from a thread of its own (Monty does) while calls settle on the loop.
         self._inflight_lock = threading.Lock()
         self.bindings: Mapping[str, Mapping[str, BindingCallback]] = _GraphBindings(self)
+
+    @property
+    def next_ordinal(self) -> int:
+        """The ordinal the next call would take (read when a run pauses)."""
+        return self._next_ordinal
 
     def call(self, target: InstalledOperation, raw: JsonValue) -> Awaitable[JsonValue]:
         """Start one operation call.
@@ -182,16 +207,22 @@ class Execution:
         not placed (it takes no ordinal).
         """
         size = self._admit_input(target, raw)
-        context = InvocationContext(
-            execution_id=self.execution_id,
-            tool_call_id=self.tool_call_id,
-            session_id=self.session_id,
-            operation_ordinal=next(self._ordinals),
-            module_id=target.module.id,
-            operation=target.relative,
-            signal=self.signal,
-        )
-        return self._guest_form(target, raw, context, size)
+        # Calls may be placed from a sandbox's own thread: the ordinal is taken under the lock.
+        with self._inflight_lock:
+            ordinal = self._next_ordinal
+            self._next_ordinal += 1
+        return self._guest_form(target, raw, ordinal, size)
+
+    def resume_call(
+        self, target: InstalledOperation, raw: JsonValue, ordinal: int, decision: Decision | None
+    ) -> Awaitable[JsonValue]:
+        """Start a call a paused run deferred, under its own ordinal, now that it is decided.
+
+        An ``"approved"`` call still needs its grant as it reads now; a declined or
+        unavailable one is refused. ``None`` asks the host again (a call deferred beside
+        the one decided), which may defer it again.
+        """
+        return self._guest_form(target, raw, ordinal, self._admit_input(target, raw), decision)
 
     def _admit_input(self, target: InstalledOperation, raw: JsonValue) -> int:
         if self._max_input is None and self._max_inflight is None:
@@ -218,15 +249,26 @@ class Execution:
         )
 
     async def _guest_form(
-        self, target: InstalledOperation, raw: JsonValue, context: InvocationContext, size: int
+        self, target: InstalledOperation, raw: JsonValue, ordinal: int, size: int, decided: Decision | None = None
     ) -> JsonValue:
         """What a guest receives: a refusal is an ordinary value, in its JSON form.
 
         The invocation starts here, inside the one coroutine a call is: a call never
         started leaves no second coroutine behind unawaited.
         """
+        context = InvocationContext(
+            execution_id=self.execution_id,
+            tool_call_id=self.tool_call_id,
+            session_id=self.session_id,
+            operation_ordinal=ordinal,
+            module_id=target.module.id,
+            operation=target.relative,
+            signal=self.signal,
+        )
         try:
-            outcome = await self._invoker.invoke(target, raw, context)
+            outcome = await self._invoker.invoke(
+                target, raw, context, may_defer=self._suspendable and decided is None, decided=decided
+            )
         finally:
             with self._inflight_lock:
                 self._inflight -= size
