@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import anyio
 
 from .options import MAX_ADMISSION_WAIT_MS, ExecutionOptions, check_int
-from .sandbox import Sandbox, SandboxRequest, close_sandbox
+from .sandbox import Sandbox, SandboxRequest, SuspendingSandbox, Unrestorable, close_sandbox
 from .signals import AbortSignal
 from .values import JsonValue
 
@@ -29,6 +29,7 @@ __all__ = [
     "SandboxSlots",
     "SharedSandbox",
     "available_cores",
+    "can_suspend",
     "normalize_sandbox_admission_policy",
 ]
 
@@ -163,6 +164,11 @@ class SandboxSlots:
             await self._all_settled.wait()
 
 
+def can_suspend(sandbox: Sandbox) -> bool:
+    """Whether ``sandbox`` can pause a run at a deferred decision and resume it."""
+    return isinstance(sandbox, SuspendingSandbox) and getattr(sandbox, "suspends", True) is True
+
+
 class SharedSandbox:
     """One sandbox and one set of admission slots, shared by every runtime given it.
 
@@ -217,6 +223,23 @@ class SharedSandbox:
     async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
         """Run ``request`` in the shared sandbox (admission is the runtime's job, through :meth:`slots`)."""
         return await self.sandbox.execute(request, signal)
+
+    @property
+    def suspends(self) -> bool:
+        """Whether the shared sandbox can pause and resume runs."""
+        return can_suspend(self.sandbox)
+
+    async def resume(
+        self,
+        request: SandboxRequest,
+        state: bytes,
+        pending: Mapping[int, Callable[[], Awaitable[JsonValue]]],
+        signal: AbortSignal,
+    ) -> JsonValue:
+        """Continue a paused run in the shared sandbox (see :class:`~mycelium.sandbox.SuspendingSandbox`)."""
+        if not isinstance(self.sandbox, SuspendingSandbox):
+            raise Unrestorable(f"the shared {self.adapter} sandbox cannot resume a paused run")
+        return await self.sandbox.resume(request, state, pending, signal)
 
     async def aclose(self) -> None:
         """Close the shared sandbox. Close the runtimes that use it first."""

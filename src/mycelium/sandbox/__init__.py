@@ -5,15 +5,22 @@ Mycelium never evaluates a program itself. A :class:`Sandbox` gets a
 plus an :class:`~mycelium.signals.AbortSignal`, runs the program in isolation, and
 returns its JSON value or raises :class:`~mycelium.failures.SandboxError` with a typed
 failure. This package knows nothing of leases, runtimes or MCP.
+
+A sandbox that can pause a run (a :class:`SuspendingSandbox`) does so when a request
+says it may and a call's binding raises :class:`~mycelium.access.DecisionDeferred`: it
+lets the run's other calls settle, captures the run, and raises :class:`Suspended`
+carrying its state. Later, perhaps in another process, :meth:`SuspendingSandbox.resume`
+continues from that state with the paused call's outcome.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
+from ..access import DecisionDeferred
 from ..bindings import BindingCallback
 from ..signals import AbortSignal
 from ..values import JsonValue
@@ -23,7 +30,10 @@ __all__ = [
     "BindingCallback",
     "Sandbox",
     "SandboxRequest",
+    "Suspended",
+    "SuspendingSandbox",
     "UnenforcedLimit",
+    "Unrestorable",
     "close_sandbox",
 ]
 
@@ -68,6 +78,8 @@ class SandboxRequest:
     than the limit; the runtime checks it again."""
     max_result_bytes: int | None = None
     """The same for the program's result."""
+    suspendable: bool = False
+    """Whether the run may pause at a deferred decision (only a :class:`SuspendingSandbox` is given it)."""
 
     # ``namespace_paths``, ``modules`` and ``stubs`` are the same objects, never changed, for
     # every request of one revision: a sandbox may keep per-revision work keyed on them.
@@ -95,6 +107,57 @@ class Sandbox(Protocol):
 
         Must observe ``signal`` while starting and running, and must not return before
         the work it started has settled.
+        """
+        ...
+
+
+class Suspended(Exception):
+    """Raised by a sandbox instead of returning: the run paused at calls awaiting a decision.
+
+    Every other call the run had in flight settled first. ``state`` is the sandbox's own
+    serialised form of the paused run (opaque to everyone else). ``deferred`` maps the
+    sandbox's id for each paused call to the deferral its binding raised, in the order the
+    program placed them: the first is the one to decide; the others were deferred with it
+    (``asyncio.gather`` of two confirm operations) and are asked again when the run resumes.
+    Nothing of any of them ran.
+    """
+
+    def __init__(self, state: bytes, deferred: Mapping[int, DecisionDeferred]) -> None:
+        if not deferred:
+            raise ValueError("a suspended run has at least one deferred call")
+        self.state = state
+        self.deferred = dict(deferred)
+        super().__init__(f"the run paused at {self.first.request.path}")
+
+    @property
+    def first(self) -> DecisionDeferred:
+        """The deferred call to decide first."""
+        return next(iter(self.deferred.values()))
+
+
+class Unrestorable(Exception):
+    """The state handed to :meth:`SuspendingSandbox.resume` cannot be restored; nothing ran."""
+
+
+@runtime_checkable
+class SuspendingSandbox(Sandbox, Protocol):
+    """A sandbox that can pause a run at a deferred decision and continue it later."""
+
+    async def resume(
+        self,
+        request: SandboxRequest,
+        state: bytes,
+        pending: Mapping[int, Callable[[], Awaitable[JsonValue]]],
+        signal: AbortSignal,
+    ) -> JsonValue:
+        """Continue the run ``state`` captured, as ``execute`` would run it, and return its value.
+
+        ``request`` is as for ``execute`` (its ``code`` is the program that was paused).
+        ``pending`` has a starter for every call of :attr:`Suspended.deferred`, by the same
+        ids: each starts that call (with the person's decision, or asking again), and its
+        outcome is what the program gets for it. Raises :class:`Unrestorable` when ``state``
+        cannot be restored or ``pending`` does not match it (nothing ran then), and
+        :class:`Suspended` when the run pauses again.
         """
         ...
 

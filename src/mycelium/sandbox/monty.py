@@ -34,14 +34,17 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, NamedTuple, Self, TypeAlias
 
 import anyio
 import pydantic_monty
 from pydantic_monty import (
+    AsyncFunctionSnapshot,
+    AsyncFutureSnapshot,
     AsyncMonty,
     ExternalModule,
     Frame,
+    MontyComplete,
     MontyConversionError,
     MontyCrashedError,
     MontyError,
@@ -51,9 +54,11 @@ from pydantic_monty import (
     MountDir,
 )
 
+from ..access import DecisionDeferred
 from ..bindings import BindingCallback
 from ..errors import InvalidInput, OperationFailed
 from ..failures import (
+    BadResponse,
     DeadlineExceeded,
     GuestException,
     InvalidResult,
@@ -65,7 +70,7 @@ from ..failures import (
 from ..signals import AbortError, AbortSignal
 from ..text import clip
 from ..values import MAX_JSON_DEPTH, JsonTooLarge, JsonValue, NotJson, json_size
-from . import UNENFORCED_LIMIT_NOTICES, SandboxRequest, UnenforcedLimit
+from . import UNENFORCED_LIMIT_NOTICES, SandboxRequest, Suspended, UnenforcedLimit, Unrestorable
 from .guest import Leaf, NamespaceTree, guest_input, namespace_tree, positional_name
 
 __all__ = ["MontySandbox", "WorkspaceResolver"]
@@ -222,19 +227,50 @@ class MontySandbox:
             return self._pool
 
     async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
-        """Run ``request.code`` in a fresh Monty session; see the module docstring for limits."""
+        """Run ``request.code`` in a fresh Monty session; see the module docstring for limits.
+
+        A ``suspendable`` request is driven step by step, so that it can pause: when a call's
+        binding raises :class:`~mycelium.access.DecisionDeferred`, the calls still in flight
+        settle, the run is captured, and :class:`~mycelium.sandbox.Suspended` is raised.
+        """
+        return await self._run(request, signal, None)
+
+    async def resume(
+        self,
+        request: SandboxRequest,
+        state: bytes,
+        pending: Mapping[int, Callable[[], Awaitable[JsonValue]]],
+        signal: AbortSignal,
+    ) -> JsonValue:
+        """Continue a run :meth:`execute` paused, in a fresh session (any process of this version).
+
+        ``pending`` starts each call the run paused at (see
+        :meth:`~mycelium.sandbox.SuspendingSandbox.resume`). Raises
+        :class:`~mycelium.sandbox.Unrestorable` when ``state`` is not one this adapter can
+        restore, or ``pending`` names other calls; nothing runs then.
+        """
+        paused = _Paused.unpack(state)
+        if set(pending) != set(paused.deferred):
+            raise Unrestorable("the calls to resume are not the calls the run paused at")
+        return await self._run(request, signal, _Resumption(paused, pending))
+
+    async def _run(self, request: SandboxRequest, signal: AbortSignal, resumption: _Resumption | None) -> JsonValue:
         signal.throw_if_aborted()
         pool = await self._ensure_pool()
-        # Without stubs nothing can be checked (every operation would look unknown).
-        type_check = self._type_check and bool(request.stubs)
+        # Without stubs nothing can be checked (every operation would look unknown); a resumed
+        # program was checked before it first ran.
+        type_check = self._type_check and bool(request.stubs) and resumption is None
+        stepped = request.suspendable or resumption is not None
         guest = self._guest_modules(request, type_check)
         run = _GuestRun(request, self._max_calls, self._max_in_flight)
         printed = _PrintBuffer(self._max_print)
+        # Driven step by step, each call also costs Monty a step to deliver its outcome.
+        steps = self._max_calls * (2 if stepped else 1)
         limits: pydantic_monty.ResourceLimits = {
             "max_feed_duration_secs": request.timeout_ms / 1000 + _FEED_LIMIT_SLACK_SECS,
             "max_memory": self._memory_limit,
             "max_recursion_depth": self._recursion,
-            "max_suspensions": self._max_calls + _SUSPENSION_SLACK + len(guest.namespaces),
+            "max_suspensions": steps + _SUSPENSION_SLACK + len(guest.namespaces),
             "max_total_sleep_secs": self._total_sleep,
         }
         mount = self._mount(request.session_id)
@@ -258,16 +294,14 @@ class MontySandbox:
                 try:
                     if type_check:
                         await self._check_types(session, guest, request.code, signal)
-                    value = await _until_stopped(
-                        session.feed_run(
-                            guest.program(request.code),
-                            print_callback=printed.write,
-                            mount=mount,
-                            skip_type_check=True,
-                        ),
-                        signal,
-                        worker=run.worker,
-                    )
+                    if stepped:
+                        stepper = _Stepper(run, guest)
+                        feed = stepper.drive(session, guest.program(request.code), printed, mount, resumption)
+                    else:
+                        feed = session.feed_run(
+                            guest.program(request.code), print_callback=printed.write, mount=mount, skip_type_check=True
+                        )
+                    value = await _until_stopped(feed, signal, worker=run.worker)
                     result = run.result(value, request.max_result_bytes)
                     await _until_stopped(run.finish_started(printed), signal)
                     completed = True
@@ -668,6 +702,7 @@ class _GuestModules:
         self._keys = (request.namespace_paths, request.modules, request.stubs)
         self._stubs = request.stubs if with_stubs else None
         self.namespaces: list[str] = []  # every namespace's dotted path, for the type checker's imports
+        self.leaves: dict[str, Leaf] = {}  # every name a call may be announced under, when driven step by step
         top = {name: self._module(node, name) for name, node in namespace_tree(request).items()}
         self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top), stubs=self._stub(""))}
 
@@ -701,6 +736,7 @@ class _GuestModules:
                 # A plain function returning an awaitable: the call (and its ordinal) is placed
                 # the moment the guest makes it, before anything is awaited.
                 attrs[segment] = functools.partial(_place, child)
+                self.leaves[child.path] = self.leaves[f"env.{child.path}"] = child
             else:
                 attrs[segment] = self._module(child, f"{path}.{segment}")
         if path != "forage":
@@ -739,6 +775,10 @@ class _GuestRun:
 
     def call(self, leaf: Leaf, args: tuple[object, ...], kwargs: Mapping[str, object]) -> Awaitable[JsonValue]:
         """Place one call of ``leaf``; refusals before placing raise in the guest at the call."""
+        return self.place(leaf, args, kwargs).coroutine
+
+    def place(self, leaf: Leaf, args: tuple[object, ...], kwargs: Mapping[str, object]) -> _Call:
+        """Place one call of ``leaf`` and own it; raise what the guest gets for a call refused before placing."""
         if len(self.calls) >= self._max_calls:
             raise RuntimeError(f"this run made more than {self._max_calls} operation calls")
         if self.worker is not None:
@@ -760,13 +800,19 @@ class _GuestRun:
             if isinstance(exc, InvalidInput):
                 raise ValueError(str(exc)) from None
             raise
-        tracked = _Call(leaf.path, pending, self._unsettled)
+        return self.track(leaf.path, pending, entered=True)
+
+    def track(self, path: str, pending: Awaitable[JsonValue], *, entered: bool = False) -> _Call:
+        """Own ``pending``, a call of ``path`` already placed with its binding."""
+        if not entered:
+            self._unsettled.enter()  # a resumed run's paused call: over the limit for a moment at most
+        tracked = _Call(path, pending, self._unsettled)
         with self._placing:
             if self._closed:  # the run ended while this call was on its way: it never starts
                 tracked.cancel()
                 raise RuntimeError("the run is over")
             self.calls.append(tracked)
-        return tracked.coroutine
+        return tracked
 
     async def finish_started(self, printed: _PrintBuffer) -> None:
         """Let the calls the program placed but never awaited finish, and say so in the output.
@@ -791,8 +837,7 @@ class _GuestRun:
         running = [call for call in self.calls if not call.settled and call.task is not None]
         if running:
             printed.note(
-                f"{_paths(running)}: still running when the run ended, and stopped; "
-                "it may or may not have taken effect"
+                f"{_paths(running)}: still running when the run ended, and stopped; it may or may not have taken effect"
             )
         # In batches, with a trip round the loop between them: thousands of calls cancelled at
         # once would all unwind in one loop turn and stall the host.
@@ -867,6 +912,196 @@ class _GuestRun:
                 GuestException(type_name=type_name, message=_clip(message), traceback=_guest_traceback(exc.traceback()))
             )
         return SandboxError(TransportLost())
+
+
+class _Paused(NamedTuple):
+    """A paused run as :class:`~mycelium.sandbox.Suspended` carries it, and its byte form.
+
+    ``ready`` holds the outcomes of calls that settled while the run was pausing, not yet
+    handed to the program; ``deferred`` names the calls awaiting a decision (call id ->
+    path), the first of them the one the run paused at.
+    """
+
+    snapshot: bytes
+    ready: dict[int, _Outcome]
+    deferred: dict[int, str]
+
+    def pack(self) -> bytes:
+        header = json.dumps(
+            {"v": _STATE_VERSION, "ready": list(self.ready.items()), "deferred": list(self.deferred.items())},
+            separators=(",", ":"),
+            allow_nan=False,
+        ).encode()
+        return _STATE_MAGIC + len(header).to_bytes(4, "big") + header + self.snapshot
+
+    @classmethod
+    def unpack(cls, state: bytes) -> _Paused:
+        """Read the byte form back; raise :class:`Unrestorable` for anything else."""
+        try:
+            if not state.startswith(_STATE_MAGIC):
+                raise ValueError("not a paused Monty run")
+            start = len(_STATE_MAGIC) + 4
+            end = start + int.from_bytes(state[len(_STATE_MAGIC) : start], "big")
+            header = json.loads(state[start:end])
+            if header["v"] != _STATE_VERSION:
+                raise ValueError(f"state version {header['v']!r}")
+            ready = {int(call_id): _settled_form(outcome) for call_id, outcome in header["ready"]}
+            deferred = {int(call_id): str(path) for call_id, path in header["deferred"]}
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise Unrestorable(f"the paused run's state cannot be read: {exc}") from None
+        if not deferred or len(state) <= end:
+            raise Unrestorable("the paused run's state is incomplete")
+        return cls(state[end:], ready, deferred)
+
+
+class _Resumption(NamedTuple):
+    paused: _Paused
+    pending: Mapping[int, Callable[[], Awaitable[JsonValue]]]
+
+
+class _Stepper:
+    """Drives a run one Monty step at a time, so it can pause at a call awaiting a decision.
+
+    Each call the program makes is placed like any other (:meth:`_GuestRun.place`) and
+    handed to Monty as a future; its outcome is delivered when the program waits for it.
+    Once a call's decision is deferred, the run goes on only as far as the calls already
+    placed take it: at the program's next new call, or when nothing is left to wait for
+    but deferred calls, every call still running settles and the run is captured.
+    """
+
+    def __init__(self, run: _GuestRun, guest: _GuestModules) -> None:
+        self._run = run
+        self._guest = guest
+        self._running: dict[int, _Call] = {}
+        self._ready: dict[int, _Outcome] = {}
+        self._deferred: dict[int, tuple[str, DecisionDeferred]] = {}
+
+    async def drive(
+        self,
+        session: Any,
+        program: str,
+        printed: _PrintBuffer,
+        mount: MountDir | None,
+        resumption: _Resumption | None,
+    ) -> object:
+        """Run to the program's value; raise :class:`Suspended` if it pauses."""
+        if resumption is None:
+            snap = await session.feed_start(program, print_callback=printed.write, mount=mount, skip_type_check=True)
+        else:
+            snap = await self._restore(session, printed, mount, resumption)
+        while not isinstance(snap, MontyComplete):
+            if isinstance(snap, AsyncFutureSnapshot):
+                snap = await self._deliver(snap)
+            elif isinstance(snap, AsyncFunctionSnapshot) and not snap.is_os_function:
+                if self._pausing:
+                    raise await self._pause(snap)
+                snap = await snap.resume(self._place(snap))
+            else:  # imports, mounted files, sleeps and names: Monty answers them itself
+                snap = await snap.resume_auto()
+        return snap.output
+
+    async def _restore(
+        self, session: Any, printed: _PrintBuffer, mount: MountDir | None, resumption: _Resumption
+    ) -> Any:
+        paused = resumption.paused
+        try:
+            snap = await session.load_snapshot(paused.snapshot, mount=mount, print_callback=printed.write)
+        except (MontyError, ValueError, RuntimeError, TypeError) as exc:
+            raise Unrestorable(f"Monty could not restore the paused run: {type(exc).__name__}") from None
+        self._ready.update(paused.ready)
+        for call_id, path in paused.deferred.items():
+            self._start(call_id, self._run.track(path, resumption.pending[call_id]()))
+        return snap
+
+    @property
+    def _pausing(self) -> bool:
+        return bool(self._deferred)
+
+    def _place(self, snap: Any) -> pydantic_monty.ExternalResult:
+        leaf = self._guest.leaves.get(snap.function_name)
+        if leaf is None:
+            return {"exc_type": "NameError", "message": f"{_clip(str(snap.function_name))} is not an operation"}
+        try:
+            call = self._run.place(leaf, tuple(snap.args), dict(snap.kwargs))
+        except Exception as exc:  # refused before it was placed: the guest gets it at the call
+            return _raised(exc)
+        self._start(snap.call_id, call)
+        return {"future": ...}
+
+    def _start(self, call_id: int, call: _Call) -> None:
+        call.task = asyncio.get_running_loop().create_task(call.coroutine)
+        self._running[call_id] = call
+
+    async def _deliver(self, snap: Any) -> Any:
+        """Hand the program the outcomes it waits for, waiting for at least one if none is ready."""
+        waited = snap.pending_call_ids
+        if not any(call_id in self._ready for call_id in waited):
+            running = [self._running[call_id] for call_id in waited if call_id in self._running]
+            if not running:
+                if self._pausing:
+                    raise await self._pause(snap)
+                raise SandboxError(BadResponse())  # Monty waits for a call it never announced
+            await asyncio.wait([call.task for call in running if call.task is not None], return_when=_FIRST)
+            self._collect()
+        outcomes = {call_id: self._ready.pop(call_id) for call_id in waited if call_id in self._ready}
+        return await snap.resume(outcomes) if outcomes else snap
+
+    def _collect(self) -> None:
+        """Move every settled call's outcome to where the program will find it."""
+        for call_id, call in list(self._running.items()):
+            task = call.task
+            if task is None or not task.done():
+                continue
+            del self._running[call_id]
+            exc = None if task.cancelled() else task.exception()
+            if isinstance(exc, DecisionDeferred):
+                self._deferred[call_id] = (call.path, exc)
+            elif task.cancelled():
+                self._ready[call_id] = {"exc_type": "RuntimeError", "message": "the call was stopped"}
+            elif exc is not None:
+                self._ready[call_id] = _raised(exc)
+            else:
+                self._ready[call_id] = {"return_value": task.result()}
+
+    async def _pause(self, snap: Any) -> Suspended:
+        """Let every call still running settle, then capture the run."""
+        tasks = [call.task for call in self._running.values() if call.task is not None]
+        if tasks:
+            await asyncio.wait(tasks)
+        self._collect()
+        # In the order the program placed them: the first placed is the first to decide.
+        order = sorted(self._deferred.items(), key=lambda item: item[1][1].request.operation_ordinal or 0)
+        paused = _Paused(snap.dump(), self._ready, {call_id: path for call_id, (path, _) in order})
+        return Suspended(paused.pack(), {call_id: deferral for call_id, (_, deferral) in order})
+
+
+_Outcome: TypeAlias = "pydantic_monty.ExternalSettledResult"
+_STATE_MAGIC = b"MYCMONTY"
+_STATE_VERSION = 1
+_FIRST = asyncio.FIRST_COMPLETED
+# The exception types a call's outcome keeps when it crosses into the guest; any other is an Exception.
+_GUEST_EXCEPTIONS = frozenset(
+    {"ValueError", "RuntimeError", "TypeError", "KeyError", "PermissionError", "TimeoutError", "LookupError"}
+)
+
+
+def _raised(exc: BaseException) -> pydantic_monty.ExternalSettledResult:
+    name = type(exc).__name__
+    return {"exc_type": name if name in _GUEST_EXCEPTIONS else "Exception", "message": _clip(str(exc))}  # type: ignore[typeddict-item]
+
+
+def _settled_form(outcome: object) -> _Outcome:
+    """A stored outcome, checked to be one Monty accepts."""
+    if isinstance(outcome, dict) and outcome.keys() == {"return_value"}:
+        return {"return_value": outcome["return_value"]}
+    if (
+        isinstance(outcome, dict)
+        and outcome.keys() == {"exc_type", "message"}
+        and outcome["exc_type"] in _GUEST_EXCEPTIONS | {"Exception", "NameError"}
+        and isinstance(outcome["message"], str)
+    ):
+        return {"exc_type": outcome["exc_type"], "message": outcome["message"]}
+    raise ValueError("an outcome is malformed")
 
 
 # Monty reports some things its Python does not support (`raise ValueError(42)`) under this prefix.
