@@ -17,6 +17,7 @@ from mycelium.failures import (
     InvalidResult,
     ResultTooLarge,
     SandboxBusy,
+    SuspensionFailed,
     SyntaxFailure,
     TransportLost,
     Unknown,
@@ -34,6 +35,7 @@ MEMBERS = (
     ResultTooLarge,
     SandboxBusy,
     InvalidArguments,
+    SuspensionFailed,
     Unknown,
 )
 

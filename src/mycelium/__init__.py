@@ -4,7 +4,7 @@ The public surface is re-exported here; nothing inside the package imports from 
 module.
 """
 
-from .access import Access, AccessRefusal, ConfirmRequest, RefusedCall, grant_as
+from .access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
 from .admission import AdmissionPolicy, SharedSandbox, normalize_sandbox_admission_policy
 from .bindings import OperationError
 from .context import CallContext, ExecuteIdentity, InvocationContext, Session
@@ -27,6 +27,14 @@ from .options import ExecutionOptions
 from .runtime import Lease, Runtime
 from .signals import AbortController, AbortError, AbortSignal
 from .sources import AcquireContext, Acquired, CapabilitySource, MyceliumSourceError, source
+from .suspend import Suspension, Suspensions
+from .suspensions import (
+    MemorySuspensions,
+    PostgresSuspensions,
+    SqliteSuspensions,
+    StoredSuspension,
+    SuspensionStore,
+)
 from .tools import DirectTool, GatedTool, direct_tool
 from .values import JsonValue
 
@@ -43,6 +51,7 @@ __all__ = [
     "CapabilitySource",
     "Catalog",
     "CatalogEntry",
+    "ConfirmAnswer",
     "ConfirmRequest",
     "DefinitionError",
     "DirectTool",
@@ -57,6 +66,7 @@ __all__ = [
     "JsonValue",
     "Lease",
     "LeaseReleased",
+    "MemorySuspensions",
     "MissingExecuteIdentity",
     "Module",
     "MyceliumError",
@@ -64,6 +74,7 @@ __all__ = [
     "Operation",
     "OperationError",
     "OperationFailed",
+    "PostgresSuspensions",
     "PreparedExecute",
     "RefusedCall",
     "Runtime",
@@ -71,10 +82,16 @@ __all__ = [
     "SandboxError",
     "Session",
     "SharedSandbox",
+    "SqliteSuspensions",
+    "StoredSuspension",
+    "Suspension",
+    "SuspensionStore",
+    "Suspensions",
     "ToolCall",
     "ToolDefinition",
     "ToolResult",
     "UnknownOperation",
+    "defer",
     "direct_tool",
     "grant_as",
     "normalize_sandbox_admission_policy",

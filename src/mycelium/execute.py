@@ -9,18 +9,20 @@ safe for the model, with a reference to the operator's evidence.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import textwrap
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
-from .admission import AdmissionPolicy, BackingWork, SandboxSlots
+from .access import Decision
+from .admission import AdmissionPolicy, BackingWork, SandboxSlots, can_suspend
 from .bindings import BindingCallback, Execution, Invoker
 from .discovery import (
     FORAGE_MODULE_ID,
@@ -40,17 +42,21 @@ from .failures import (
     InvalidArguments,
     InvalidResult,
     ResultTooLarge,
+    ResumeRefusal,
     SandboxBusy,
     SandboxError,
+    SuspensionFailed,
     Unknown,
 )
-from .graph import OperationGraph
+from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer, notify
 from .modules import GUEST_IMPORTS
 from .options import ExecutionOptions
-from .sandbox import Sandbox, SandboxRequest
+from .sandbox import Sandbox, SandboxRequest, Suspended, SuspendingSandbox, Unrestorable
 from .sandbox.boundary import failure_from_exception, sandbox_failure_message
 from .signals import AbortController, AbortSignal
+from .suspend import Suspension, SuspensionRecord, Suspensions, module_digests, now, paused_calls
+from .suspensions import SuspensionLimitReached
 from .values import JsonTooLarge, JsonValue, NotJson, dumps_compact, json_size
 
 __all__ = [
@@ -104,6 +110,8 @@ class ToolResult:
 
     ``text`` is what the model reads: the compact JSON of ``value`` on success, the safe
     failure message otherwise. ``reference`` ties a failure to the operator's evidence.
+    A run paused for a person's decision is neither: ``suspension`` says which call
+    waits (``text`` tells the model not to retry), and ``Runtime.resume`` continues it.
     """
 
     text: str
@@ -112,6 +120,12 @@ class ToolResult:
     failure: Failure | None = None
     logs: tuple[str, ...] = ()
     reference: str | None = None
+    suspension: Suspension | None = None
+
+    @property
+    def suspended(self) -> bool:
+        """Whether the run paused for a decision instead of finishing."""
+        return self.suspension is not None
 
     @classmethod
     def failed(cls, failure: Failure, *, logs: tuple[str, ...] = ()) -> ToolResult:
@@ -147,7 +161,7 @@ class PreparedExecute:
         """
         if self.code is None:
             failure = self.failure or InvalidArguments("no code")
-            return await self._tool._fail(_Attempt(None, self.tool_call_id), failure, None)
+            return await self._tool._fail(_Attempt(None, self.tool_call_id, ""), failure, None)
         return await self._tool._execute(self.code, self.tool_call_id, signal)
 
 
@@ -162,17 +176,34 @@ class ExecuteServices:
     slots: SandboxSlots
     session_id: str | None
     on_sandbox_failure: Observer[FailureEvidence] | None
+    suspensions: Suspensions | None = None
 
 
 @dataclass
 class _Attempt:
-    """One execute attempt as the operator sees it."""
+    """One execute attempt (or the resumed part of one) as the operator sees it."""
 
     execution_id: str | None
     """``None`` when nothing was started (invalid arguments)."""
     tool_call_id: str | None
+    code: str
     started: float = field(default_factory=anyio.current_time)
     logs: list[str] = field(default_factory=list)
+    spent_ms: int = 0
+    """Run time used before this part began (a resumed run's earlier part)."""
+    first_ordinal: int = 0
+    execution: Execution | None = None
+    """Set once the program is dispatched."""
+
+
+@dataclass(frozen=True)
+class _Resumption:
+    """What a resumed part of a run starts from: the paused state and how each deferred call ends."""
+
+    suspension_id: str
+    state: bytes
+    calls: Mapping[int, tuple[InstalledOperation, JsonValue, int, Decision | None]]
+    """Sandbox call id -> (operation, input, ordinal, decision; ``None`` asks again)."""
 
 
 class _Stopped(Exception):
@@ -198,9 +229,23 @@ class RevisionView:
     namespace_paths: Mapping[str, tuple[str, ...]]
     module_ids: Mapping[str, str]
     stubs: Mapping[str, str]
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Source id -> version of the snapshots the graph was built from."""
+
+    @functools.cached_property
+    def has_confirm(self) -> bool:
+        """Whether any operation asks a person first: only then can a run pause."""
+        return any(target.operation.confirm for target in self.catalog.targets)
+
+    @functools.cached_property
+    def digests(self) -> dict[str, str]:
+        """What a paused run relies on, module by module (see :func:`~mycelium.suspend.module_digests`)."""
+        return module_digests(self.graph)
 
     @classmethod
-    def build(cls, graph: OperationGraph, sandbox_notes: str | None = None) -> RevisionView:
+    def build(
+        cls, graph: OperationGraph, sandbox_notes: str | None = None, sources: Mapping[str, str] | None = None
+    ) -> RevisionView:
         """Build the view of ``graph`` once; leases of the revision reuse it."""
         catalog = Catalog(graph)
         return cls(
@@ -211,6 +256,7 @@ class RevisionView:
             namespace_paths={"forage": ("forage",), **{m.transport: m.path for m in graph.modules}},
             module_ids={"forage": FORAGE_MODULE_ID, **{m.transport: m.id for m in graph.modules}},
             stubs=NamespaceStubs(catalog),
+            sources=dict(sources or {}),
         )
 
 
@@ -225,6 +271,10 @@ class ExecuteTool:
         self._options = services.options
         self._hold = hold
         self.definition = view.definition
+        # Stepping a run costs more than feeding it whole: only a run that could pause is stepped.
+        self._suspendable = (
+            services.suspensions is not None and can_suspend(services.sandbox) and view.has_confirm
+        )
 
     def prepare(self, call: ToolCall) -> PreparedExecute:
         """Validate a tool call's arguments. Bad arguments give a call whose result is ``invalid-arguments``."""
@@ -268,39 +318,201 @@ class ExecuteTool:
 
     async def _execute(self, code: str, tool_call_id: str | None, caller_signal: AbortSignal | None) -> ToolResult:
         with self._hold():
-            execution_id = f"exec-{uuid.uuid4().hex}"
-            attempt = _Attempt(execution_id, tool_call_id)
-            controller = AbortController()
-            stop_following = (
-                caller_signal.add_listener(lambda _: controller.abort(_CALLER)) if caller_signal is not None else None
-            )
-            try:
-                value = await self._supervise(code, execution_id, attempt, controller)
-            except _Stopped as stopped:
-                with anyio.CancelScope(shield=True):  # report what was decided even if cancelled now
-                    return await self._fail(attempt, stopped.failure, stopped.cause)
-            except Exception as exc:
-                return await self._fail(attempt, failure_from_exception(exc), exc)
-            finally:
-                if stop_following is not None:
-                    stop_following()
-            return await self._admit(value, attempt)
+            suspensions = self._services.suspensions
+            if suspensions is not None and tool_call_id is not None:
+                # A framework that replays a tool call after approval resumes the paused run.
+                replayed = await self._replayed(suspensions, code, tool_call_id, caller_signal)
+                if replayed is not None:
+                    return replayed
+            attempt = _Attempt(f"exec-{uuid.uuid4().hex}", tool_call_id, code)
+            return await self._run(attempt, caller_signal, None)
+
+    async def resume(
+        self, suspension_id: str, *, approved: bool | None = None, signal: AbortSignal | None = None
+    ) -> ToolResult:
+        """Continue the run paused as ``suspension_id`` with a person's decision on its pending call.
+
+        ``approved`` is the decision (``None``: the one recorded with ``Runtime.decide``). The
+        run's authority is read afresh: an approved call runs only if still granted; a
+        declined one is refused, and the program handles the refusal as any other. The
+        result is the run's own (or a new suspension at its next deferred decision). A
+        suspension resumes at most once; when it cannot resume, the result is a
+        ``suspension-failed`` failure saying why, and nothing more of the run ran.
+        """
+        with self._hold():
+            suspensions = self._services.suspensions
+            if suspensions is None:
+                raise ValueError("this runtime keeps no suspensions: give it Runtime(suspensions=Suspensions(...))")
+            opened = await self._claim(suspensions, suspension_id, approved)
+            if not isinstance(opened, tuple):
+                attempt = _Attempt(None, None, "")
+                return await self._fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason=opened), None)
+            record, decision = opened
+            first, *others = record.calls
+            decisions: dict[int, Decision | None] = {first.call: "approved" if decision else "declined"}
+            decisions.update((call.call, None) for call in others)
+            return await self._continue(record, decisions, (), signal)
+
+    async def _replayed(
+        self, suspensions: Suspensions, code: str, tool_call_id: str, signal: AbortSignal | None
+    ) -> ToolResult | None:
+        """The outcome for a tool call that paused before, or ``None`` when this one is new."""
+        stored = await suspensions.store.find(self._services.session_id, tool_call_id)
+        record = suspensions.unseal(stored) if stored is not None else None
+        if stored is None or record is None or record.code != code:
+            return None
+        if suspensions.open_decision(stored.id, stored.decision) is None:
+            suspension = record.suspension()  # still waiting: the same answer, nothing runs
+            return ToolResult(text=suspension.model_text(), is_error=False, suspension=suspension)
+        return await self.resume(stored.id, signal=signal)
+
+    async def _claim(
+        self, suspensions: Suspensions, suspension_id: str, approved: bool | None
+    ) -> tuple[SuspensionRecord, bool] | ResumeRefusal:
+        """Check a suspension can resume here and take it from the store; or say why not.
+
+        Everything is checked before the claim, so a suspension that cannot resume now
+        (undecided, or its operations changed) is still there afterwards.
+        """
+        store = suspensions.store
+        stored = await store.get(suspension_id) if isinstance(suspension_id, str) else None
+        if stored is None:
+            return "not-found"
+        record = suspensions.unseal(stored)
+        if record is None:
+            return "tampered"
+        if record.session_id != self._services.session_id:
+            return "not-found"  # another session's suspension is not this one's to see
+        if record.expires_at <= now():
+            return "expired"
+        if approved is None:
+            approved = suspensions.open_decision(suspension_id, stored.decision)
+            if approved is None:
+                return "undecided" if stored.decision is None else "tampered"
+        digests = self._view.digests
+        if any(digests.get(module_id) != digest for module_id, digest in record.modules.items()):
+            return "revision-changed"
+        claimed = await store.claim(suspension_id, now=now())
+        if claimed is None:
+            return "already-resumed"
+        if claimed.record != stored.record:
+            return "tampered"
+        return record, approved
+
+    async def _continue(
+        self,
+        record: SuspensionRecord,
+        decisions: Mapping[int, Decision | None],
+        logs: tuple[str, ...],
+        signal: AbortSignal | None,
+    ) -> ToolResult:
+        """Run the rest of a paused run, its deferred calls ending as ``decisions`` say."""
+        graph = self._view.graph
+        calls = {}
+        for call in record.calls:
+            module = graph.module(call.module_id)
+            target = module.operations.get(call.operation) if module is not None else None
+            if target is None:  # the digests matched, so this is a record made for another graph
+                attempt = _Attempt(record.execution_id, record.tool_call_id, record.code)
+                failure = SuspensionFailed(suspension_id=record.id, reason="revision-changed")
+                return await self._fail(attempt, failure, None)
+            calls[call.call] = (target, call.arguments, call.ordinal, decisions[call.call])
+        attempt = _Attempt(
+            record.execution_id,
+            record.tool_call_id,
+            record.code,
+            logs=list(logs),
+            spent_ms=record.spent_ms,
+            first_ordinal=record.next_ordinal,
+        )
+        return await self._run(attempt, signal, _Resumption(record.id, record.state, calls))
+
+    async def _run(
+        self, attempt: _Attempt, caller_signal: AbortSignal | None, resumption: _Resumption | None
+    ) -> ToolResult:
+        controller = AbortController()
+        stop_following = (
+            caller_signal.add_listener(lambda _: controller.abort(_CALLER)) if caller_signal is not None else None
+        )
+        try:
+            value = await self._supervise(attempt, controller, resumption)
+        except _Stopped as stopped:
+            with anyio.CancelScope(shield=True):  # report what was decided even if cancelled now
+                return await self._fail(attempt, stopped.failure, stopped.cause)
+        except Suspended as paused:
+            with anyio.CancelScope(shield=True):  # the run is captured: keep it even if cancelled now
+                return await self._pause(attempt, paused, caller_signal)
+        except Unrestorable as exc:
+            suspension_id = resumption.suspension_id if resumption is not None else ""
+            failure = SuspensionFailed(suspension_id=suspension_id, reason="unrestorable")
+            return await self._fail(attempt, failure, exc)
+        except Exception as exc:
+            return await self._fail(attempt, failure_from_exception(exc), exc)
+        finally:
+            if stop_following is not None:
+                stop_following()
+        return await self._admit(value, attempt)
+
+    async def _pause(self, attempt: _Attempt, paused: Suspended, signal: AbortSignal | None) -> ToolResult:
+        """Store a paused run and answer with its suspension; when it cannot be kept, go on without it."""
+        suspensions = self._services.suspensions
+        assert suspensions is not None
+        assert attempt.execution is not None
+        assert attempt.execution_id is not None
+        created = now()
+        record = SuspensionRecord(
+            id=suspensions.new_id(),
+            session_id=self._services.session_id,
+            tool_call_id=attempt.tool_call_id,
+            execution_id=attempt.execution_id,
+            code=attempt.code,
+            created_at=created,
+            expires_at=created + suspensions.expires_after_ms / 1000,
+            spent_ms=attempt.spent_ms + round((anyio.current_time() - attempt.started) * 1000),
+            next_ordinal=attempt.execution.next_ordinal,
+            sources=self._view.sources,
+            modules=self._view.digests,
+            calls=paused_calls(paused.deferred),
+            state=paused.state,
+        )
+        stored = suspensions.seal(record)
+        try:
+            if len(stored.record) > suspensions.max_state_bytes:
+                raise SuspensionLimitReached(
+                    f"the paused run's state is {len(stored.record)} bytes; the limit is {suspensions.max_state_bytes}"
+                )
+            await suspensions.store.put(stored, max_per_session=suspensions.max_per_session)
+        except SuspensionLimitReached as exc:
+            # Nobody can be asked to wait for this one: it is refused and the program goes on.
+            logger.warning("execute %s could not pause (%s); its deferred calls are refused", record.execution_id, exc)
+            unavailable: dict[int, Decision | None] = {call.call: "unavailable" for call in record.calls}
+            return await self._continue(record, unavailable, tuple(attempt.logs), signal)
+        suspension = record.suspension()
+        logger.info(
+            "execute %s (tool call %s) paused at %s for a decision: suspension %s",
+            record.execution_id,
+            record.tool_call_id,
+            suspension.path,
+            suspension.id,
+        )
+        return ToolResult(text=suspension.model_text(), is_error=False, logs=tuple(attempt.logs), suspension=suspension)
 
     async def _supervise(
-        self, code: str, execution_id: str, attempt: _Attempt, controller: AbortController
+        self, attempt: _Attempt, controller: AbortController, resumption: _Resumption | None
     ) -> object:
         """Admit, dispatch and watch one run; return its value or raise what ended it.
 
         The deadline counts from the start of the attempt, so queueing for a slot does not
-        restart it. An abort (deadline or caller) is followed by up to ``abort_grace_ms`` of
-        waiting for the sandbox to settle; if it does not, the stop is unacknowledged and the
-        backing work keeps its slot until it settles.
+        restart it; a resumed run has what its earlier part left of the budget. An abort
+        (deadline or caller) is followed by up to ``abort_grace_ms`` of waiting for the
+        sandbox to settle; if it does not, the stop is unacknowledged and the backing work
+        keeps its slot until it settles.
         """
-        deadline = attempt.started + self._options.timeout_ms / 1000
+        deadline = attempt.started + (self._options.timeout_ms - attempt.spent_ms) / 1000
         work: BackingWork | None = None
         try:
             await self._wait_for_slot(attempt, controller, deadline)
-            work = self._dispatch(code, execution_id, attempt, controller, deadline)
+            work = self._dispatch(attempt, controller, deadline, resumption)
             with anyio.CancelScope(deadline=deadline) as scope:
                 stop_watching = controller.signal.add_listener(lambda _: scope.cancel())
                 try:
@@ -345,24 +557,27 @@ class ExecuteTool:
             raise _Stopped(DeadlineExceeded(timeout_ms=self._options.timeout_ms, acknowledged=True))
 
     def _dispatch(
-        self, code: str, execution_id: str, attempt: _Attempt, controller: AbortController, deadline: float
+        self, attempt: _Attempt, controller: AbortController, deadline: float, resumption: _Resumption | None
     ) -> BackingWork:
         """Start the program in the slot just admitted; the work owns the slot until it settles."""
         services = self._services
-        execution = Execution(
+        assert attempt.execution_id is not None
+        execution = attempt.execution = Execution(
             self._view.graph,
             services.invoker,
-            execution_id=execution_id,
+            execution_id=attempt.execution_id,
             tool_call_id=attempt.tool_call_id,
             session_id=services.session_id,
             signal=controller.signal,
             helpers=self._view.helpers,
             max_input_bytes=self._options.max_operation_input_bytes,
             max_inflight_input_bytes=self._options.max_inflight_input_bytes,
+            suspendable=self._suspendable,
+            first_ordinal=attempt.first_ordinal,
         )
         request = SandboxRequest(
-            execution_id=execution_id,
-            code=code,
+            execution_id=attempt.execution_id,
+            code=attempt.code,
             timeout_ms=max(1, round((deadline - anyio.current_time()) * 1000)),
             bindings=execution.bindings,
             namespace_paths=self._view.namespace_paths,
@@ -372,8 +587,16 @@ class ExecuteTool:
             stubs=self._view.stubs,
             max_input_bytes=self._options.max_operation_input_bytes,
             max_result_bytes=self._options.max_result_bytes,
+            suspendable=self._suspendable,
         )
-        return services.slots.start(lambda: services.sandbox.execute(request, controller.signal))
+        sandbox = services.sandbox
+        if resumption is None:
+            return services.slots.start(lambda: sandbox.execute(request, controller.signal))
+        assert isinstance(sandbox, SuspendingSandbox)  # only such a sandbox ever paused a run
+        pending: dict[int, Callable[[], Awaitable[JsonValue]]] = {
+            call_id: functools.partial(execution.resume_call, *call) for call_id, call in resumption.calls.items()
+        }
+        return services.slots.start(lambda: sandbox.resume(request, resumption.state, pending, controller.signal))
 
     async def _grace(self, work: BackingWork) -> bool:
         """Wait up to ``abort_grace_ms`` for aborted work to settle; whether it did."""

@@ -25,8 +25,10 @@ __all__ = [
     "InvalidArguments",
     "InvalidResult",
     "ResultTooLarge",
+    "ResumeRefusal",
     "SandboxBusy",
     "SandboxError",
+    "SuspensionFailed",
     "SyntaxFailure",
     "TransportLost",
     "Unknown",
@@ -143,6 +145,21 @@ class InvalidArguments(_FailureBase):
     message: str
 
 
+ResumeRefusal: TypeAlias = Literal[
+    "not-found", "expired", "already-resumed", "tampered", "revision-changed", "undecided", "unrestorable"
+]
+"""Why a paused run could not resume. Nothing more of the run ran in any of these cases."""
+
+
+@dataclass(frozen=True)
+class SuspensionFailed(_FailureBase):
+    """A paused run could not resume; nothing more of it ran. ``reason`` says why."""
+
+    code: ClassVar[str] = "suspension-failed"
+    suspension_id: str
+    reason: ResumeRefusal
+
+
 @dataclass(frozen=True)
 class Unknown(_FailureBase):
     """Something failed that Mycelium does not classify; the operator evidence has the cause."""
@@ -164,6 +181,7 @@ Failure: TypeAlias = Union[  # noqa: UP007
     ResultTooLarge,
     SandboxBusy,
     InvalidArguments,
+    SuspensionFailed,
     Unknown,
 ]
 Failure.__doc__ = (

@@ -33,21 +33,23 @@ from .admission import (
     SandboxSlots,
     SharedSandbox,
     available_cores,
+    can_suspend,
     normalize_sandbox_admission_policy,
 )
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
 from .discovery import Catalog
 from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
-from .execute import ExecuteServices, ExecuteTool, RevisionView
+from .execute import ExecuteServices, ExecuteTool, RevisionView, ToolResult
 from .failures import FailureEvidence
 from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer
 from .modules import Module
 from .options import ExecutionOptions, check_int
 from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox, close_sandbox
-from .signals import AbortController
+from .signals import AbortController, AbortSignal
 from .sources import Capabilities, CapabilitySource, Revision
+from .suspend import Suspension, Suspensions, now
 from .tools import DirectTool, GatedTool
 from .values import JsonValue
 
@@ -106,6 +108,8 @@ class Runtime:
     observe: an exception inside them is logged and changes nothing.
     ``close_warning_ms``: once ``close()`` has waited this long (5 s) for held leases or
     for sandbox runs still settling, it logs a warning naming them.
+    ``suspensions`` opts in to pausing runs at confirmations the host defers (see
+    :mod:`mycelium.suspend`); the sandbox must be able to resume runs (Monty can).
     """
 
     def __init__(
@@ -121,6 +125,7 @@ class Runtime:
         on_operation_error: OperationErrorHandler | None = None,
         on_sandbox_failure: Observer[FailureEvidence] | None = None,
         close_warning_ms: int = 5_000,
+        suspensions: Suspensions | None = None,
     ) -> None:
         if not isinstance(sandbox, Sandbox):
             raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
@@ -133,6 +138,10 @@ class Runtime:
                 raise ValueError(f"{name} must be callable")
         if access is not None and not isinstance(access, Access):
             raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
+        if suspensions is not None and not isinstance(suspensions, Suspensions):
+            raise ValueError(f"suspensions must be Suspensions or None, got {type(suspensions).__name__}")
+        if suspensions is not None and not can_suspend(sandbox):
+            raise ValueError(f"suspensions need a sandbox that can resume runs; {sandbox.adapter!r} cannot")
         if isinstance(modules, Module) or not isinstance(modules, Sequence):
             raise ValueError("modules must be a sequence of Module")
         if not isinstance(tools, Sequence) or not all(isinstance(tool, DirectTool) for tool in tools):
@@ -162,7 +171,9 @@ class Runtime:
             slots=slots,
             session_id=session.id if session else None,
             on_sandbox_failure=on_sandbox_failure,
+            suspensions=suspensions,
         )
+        self.suspensions = suspensions
         self._invoker = self._services.invoker
         self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
         # Built once per revision, shared by its leases and dropped with the revision's graph.
@@ -234,7 +245,8 @@ class Runtime:
         view = self._views.get(revision.graph)
         if view is None:
             notes = getattr(self.sandbox, "guest_notes", None)
-            view = self._views[revision.graph] = RevisionView.build(revision.graph, notes)
+            sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
+            view = self._views[revision.graph] = RevisionView.build(revision.graph, notes, sources)
         record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
         self._unreleased.add(record)
         return Lease(self, revision, view, record, services)
@@ -278,6 +290,63 @@ class Runtime:
             signal=context.signal or AbortController().signal,
         )
         return await self._invoker.invoke(target, {} if input is None else input, invocation)
+
+    async def resume(
+        self,
+        suspension_id: str,
+        *,
+        approved: bool | None = None,
+        lease: Lease | None = None,
+        signal: AbortSignal | None = None,
+    ) -> ToolResult:
+        """Continue a paused run with a person's decision on its pending call.
+
+        ``approved``: the decision (``None`` uses the one recorded with :meth:`decide`).
+        ``lease``: the lease to continue in, carrying the session and access to read
+        afresh; by default one is acquired for the run and released after it. See
+        :meth:`~mycelium.execute.ExecuteTool.resume` for what is guaranteed.
+        """
+        if lease is not None:
+            return await lease.execute_tool.resume(suspension_id, approved=approved, signal=signal)
+        async with self.lease() as held:
+            return await held.execute_tool.resume(suspension_id, approved=approved, signal=signal)
+
+    async def decide(self, suspension_id: str, *, approved: bool, session: Session | None = None) -> bool:
+        """Record a person's decision on a suspension, to be used when it resumes.
+
+        For hosts whose agent framework replays the tool call after approval: executing the
+        same tool call id with the same code then resumes with this decision. Returns
+        ``False`` when there is no such undecided, unexpired suspension in ``session`` (the
+        runtime's by default).
+        """
+        suspensions = self._require_suspensions()
+        if type(approved) is not bool:
+            raise ValueError(f"approved must be True or False, got {approved!r}")
+        if await self.suspension(suspension_id, session=session) is None:
+            return False
+        sealed = suspensions.seal_decision(suspension_id, approved)
+        return await suspensions.store.decide(suspension_id, sealed, now=now())
+
+    async def suspension(self, suspension_id: str, *, session: Session | None = None) -> Suspension | None:
+        """The unexpired suspension ``suspension_id`` of ``session`` (the runtime's by default), for a
+        host's approval screen; ``None`` when there is none, or its record fails its seal."""
+        suspensions = self._require_suspensions()
+        stored = await suspensions.store.get(suspension_id) if isinstance(suspension_id, str) else None
+        record = suspensions.unseal(stored) if stored is not None else None
+        asking = session or self.session
+        owner = asking.id if asking is not None else None
+        if record is None or record.session_id != owner or record.expires_at <= now():
+            return None
+        return record.suspension()
+
+    async def purge_expired_suspensions(self) -> int:
+        """Remove expired suspensions from the store; how many were removed."""
+        return await self._require_suspensions().store.purge_expired(now=now())
+
+    def _require_suspensions(self) -> Suspensions:
+        if self.suspensions is None:
+            raise ValueError("this runtime keeps no suspensions: give it Runtime(suspensions=Suspensions(...))")
+        return self.suspensions
 
     async def close(self) -> None:
         """Stop handing out leases, wait until every held lease is released, then clean up.

@@ -21,6 +21,7 @@ from ..failures import (
     ResultTooLarge,
     SandboxBusy,
     SandboxError,
+    SuspensionFailed,
     SyntaxFailure,
     TransportLost,
     Unknown,
@@ -105,12 +106,27 @@ def _describe(failure: Failure) -> str:
         case InvalidArguments(message=message):
             told = _with_detail("The execute call was malformed", message)
             return f'{told} Call it with {{"code": "<a Python program>"}} and nothing else.'
+        case SuspensionFailed(suspension_id=suspension_id, reason=reason):
+            return (
+                f"The paused run {_clip(suspension_id, 80)} cannot continue: {_RESUME_REFUSALS[reason]} "
+                "Nothing more of it ran."
+            )
         case Unknown():
             return (
                 "The run failed on the host for a reason it could not classify; operations the program called "
                 f"may have run. {_MAYBE_LATER}"
             )
 
+
+_RESUME_REFUSALS = {
+    "not-found": "there is no such paused run waiting (it finished, was already resumed, or never existed).",
+    "expired": "the time to decide ran out, so the call that awaited approval did not run.",
+    "already-resumed": "it is being resumed elsewhere.",
+    "tampered": "its stored state failed its integrity check.",
+    "revision-changed": "the operations it was using have changed since it paused.",
+    "undecided": "nobody has approved or declined the call it waits for yet.",
+    "unrestorable": "its sandbox state could not be restored.",
+}
 
 # The host cannot tell a passing fault from a lasting one: say so, and give the model a way out.
 _MAYBE_LATER = "It may work if tried again later; if it fails again, continue without it or tell the user."

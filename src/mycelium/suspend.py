@@ -1,0 +1,295 @@
+"""Suspensions: runs paused at a person's decision and kept, sealed, until the decision comes.
+
+A runtime opts in with ``Runtime(suspensions=Suspensions(...))`` and a ``confirm`` callback
+that answers ``"defer"`` (:func:`~mycelium.access.defer` always does). When a program calls
+a ``confirm=True`` operation and the host defers, the run does not wait in memory: the
+calls it has in flight settle, the sandbox captures the run, and the execute settles at
+once with a :class:`~mycelium.execute.ToolResult` whose ``suspension`` names the pending
+call. Later (minutes or days, in this process or another sharing the store) the host
+resumes it with the person's decision: the pending call runs or is refused, and the
+program goes on from where it stopped. Nothing that already ran runs again.
+
+What is stored is sealed: an HMAC-SHA256 under the host's ``key`` covers the sandbox's
+state and everything the runtime needs to continue (identity, the next ordinal, the
+revision the run was offered, the pending calls and their arguments). A record changed
+in the store is refused; a decision is sealed to the one suspension it decides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from .access import DecisionDeferred
+from .graph import OperationGraph
+from .operations import AccessLabel
+from .options import check_int
+from .suspensions import MemorySuspensions, StoredSuspension, SuspensionStore
+from .values import JsonValue
+
+__all__ = ["PausedCall", "Suspension", "SuspensionRecord", "Suspensions", "module_digests"]
+
+MIB = 1024 * 1024
+_MAC_BYTES = 32
+_RECORD_MAGIC = b"MYCSUSP1"
+_DECISIONS = {True: b"approved", False: b"declined"}
+
+
+
+@dataclass(frozen=True)
+class Suspension:
+    """A run paused at a call that awaits a person's decision: what a host shows them.
+
+    The person approves this exact call (``path`` with ``arguments``), never "the program".
+    """
+
+    id: str
+    """Stable and unguessable; pass it to ``Runtime.resume``."""
+    module_id: str
+    operation: str
+    """The operation's path inside its module."""
+    path: str
+    """The path the program called (``crm.contacts.delete``)."""
+    access: AccessLabel
+    arguments: JsonValue
+    """The call's input, already checked against the operation's input schema."""
+    operation_ordinal: int
+    tool_call_id: str | None
+    execution_id: str
+    session_id: str | None
+    expires_at: datetime
+    """After this the run can no longer resume (UTC)."""
+
+    def model_text(self) -> str:
+        """What the model reads: the run is paused, not failed, and must not be started again."""
+        return (
+            f"Paused for approval: {self.path} needs a person to approve it before it runs "
+            f"(suspension {self.id}). Everything the program did before that call has happened; the rest "
+            "continues once the person decides. Do not run this again or retry the call: tell the user what "
+            "awaits their approval."
+        )
+
+
+@dataclass(frozen=True)
+class PausedCall:
+    """A call the paused run deferred, as the record keeps it."""
+
+    call: int
+    """The sandbox's id for the call (see :class:`~mycelium.sandbox.Suspended`)."""
+    module_id: str
+    operation: str
+    path: str
+    access: AccessLabel
+    arguments: JsonValue
+    ordinal: int
+
+
+@dataclass(frozen=True)
+class SuspensionRecord:
+    """Everything sealed for one suspension: what resuming needs, and nothing of the host's."""
+
+    id: str
+    session_id: str | None
+    tool_call_id: str | None
+    execution_id: str
+    code: str
+    created_at: float
+    expires_at: float
+    spent_ms: int
+    """Run time used before the pause; time spent paused does not count."""
+    next_ordinal: int
+    sources: Mapping[str, str]
+    """Source id -> version of the revision the run ran against (evidence)."""
+    modules: Mapping[str, str]
+    """Module id -> digest of its path, transport and operation labels: what must not change."""
+    calls: tuple[PausedCall, ...]
+    """The first is the one to decide; the others are asked again on resume."""
+    state: bytes
+
+    def suspension(self) -> Suspension:
+        """The host-facing view of the pending call."""
+        first = self.calls[0]
+        return Suspension(
+            id=self.id,
+            module_id=first.module_id,
+            operation=first.operation,
+            path=first.path,
+            access=first.access,
+            arguments=first.arguments,
+            operation_ordinal=first.ordinal,
+            tool_call_id=self.tool_call_id,
+            execution_id=self.execution_id,
+            session_id=self.session_id,
+            expires_at=datetime.fromtimestamp(self.expires_at, UTC),
+        )
+
+
+def paused_calls(deferred: Mapping[int, DecisionDeferred]) -> tuple[PausedCall, ...]:
+    """The record's form of a sandbox's deferred calls, in the sandbox's order."""
+    calls = []
+    for call, deferral in deferred.items():
+        request = deferral.request
+        calls.append(
+            PausedCall(
+                call=call,
+                module_id=request.module_id,
+                operation=request.operation,
+                path=request.path,
+                access=request.access,
+                arguments=request.arguments,  # type: ignore[arg-type]  # a guest's call input is JSON
+                ordinal=request.operation_ordinal or 0,
+            )
+        )
+    return tuple(calls)
+
+
+@dataclass(frozen=True)
+class Suspensions:
+    """A runtime's opt-in to pausing runs at deferred decisions.
+
+    - ``store``: where suspensions are kept (:class:`~mycelium.suspensions.MemorySuspensions`
+      by default; ``SqliteSuspensions`` survives a restart, ``PostgresSuspensions`` is shared
+      by several servers).
+    - ``key``: the HMAC key that seals what is stored, at least 16 bytes. Required for a
+      store that outlives the process (every process that resumes needs the same key); a
+      memory store gets a random one.
+    - ``expires_after_ms``: how long a suspension waits for its decision (24 hours).
+    - ``max_per_session``: how many suspensions one session may hold at once (100). When
+      it is full, a deferred call is refused as ``confirmation-unavailable`` and the run
+      goes on; so it is when a paused run's state is over ``max_state_bytes`` (16 MiB).
+    """
+
+    store: SuspensionStore = field(default_factory=MemorySuspensions)
+    key: bytes | None = field(default=None, repr=False)
+    expires_after_ms: int = 86_400_000
+    max_per_session: int = 100
+    max_state_bytes: int = 16 * MIB
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.store, SuspensionStore):
+            raise ValueError(f"Suspensions.store must implement SuspensionStore, got {type(self.store).__name__}")
+        check_int("Suspensions.expires_after_ms", self.expires_after_ms)
+        check_int("Suspensions.max_per_session", self.max_per_session)
+        check_int("Suspensions.max_state_bytes", self.max_state_bytes)
+        if self.key is None:
+            if not isinstance(self.store, MemorySuspensions):
+                raise ValueError(
+                    "Suspensions.key is required with a store that outlives this process: every process "
+                    "that resumes a suspension must seal and check it with the same key"
+                )
+            object.__setattr__(self, "key", secrets.token_bytes(32))
+        elif not isinstance(self.key, bytes) or len(self.key) < 16:
+            raise ValueError("Suspensions.key must be bytes, at least 16 of them")
+
+    def new_id(self) -> str:
+        """A fresh, unguessable suspension id."""
+        return f"susp-{secrets.token_hex(16)}"
+
+    def seal(self, record: SuspensionRecord) -> StoredSuspension:
+        """The stored form of ``record``, sealed under the key."""
+        header = json.dumps(
+            {
+                "id": record.id,
+                "session_id": record.session_id,
+                "tool_call_id": record.tool_call_id,
+                "execution_id": record.execution_id,
+                "code": record.code,
+                "created_at": record.created_at,
+                "expires_at": record.expires_at,
+                "spent_ms": record.spent_ms,
+                "next_ordinal": record.next_ordinal,
+                "sources": dict(record.sources),
+                "modules": dict(record.modules),
+                "calls": [call.__dict__ for call in record.calls],
+            },
+            separators=(",", ":"),
+            allow_nan=False,
+        ).encode()
+        body = _RECORD_MAGIC + len(header).to_bytes(4, "big") + header + record.state
+        return StoredSuspension(
+            id=record.id,
+            session_id=record.session_id,
+            tool_call_id=record.tool_call_id,
+            expires_at=record.expires_at,
+            record=body + self._mac(body),
+        )
+
+    def unseal(self, stored: StoredSuspension) -> SuspensionRecord | None:
+        """The record inside ``stored``, or ``None`` when its seal or its columns do not match it."""
+        blob = stored.record
+        body, mac = blob[:-_MAC_BYTES], blob[-_MAC_BYTES:]
+        if len(blob) <= _MAC_BYTES or not hmac.compare_digest(mac, self._mac(body)):
+            return None
+        try:
+            start = len(_RECORD_MAGIC) + 4
+            end = start + int.from_bytes(body[len(_RECORD_MAGIC) : start], "big")
+            header = json.loads(body[start:end])
+            record = SuspensionRecord(
+                id=header["id"],
+                session_id=header["session_id"],
+                tool_call_id=header["tool_call_id"],
+                execution_id=header["execution_id"],
+                code=header["code"],
+                created_at=header["created_at"],
+                expires_at=header["expires_at"],
+                spent_ms=header["spent_ms"],
+                next_ordinal=header["next_ordinal"],
+                sources=header["sources"],
+                modules=header["modules"],
+                calls=tuple(PausedCall(**call) for call in header["calls"]),
+                state=body[end:],
+            )
+        except (ValueError, TypeError, KeyError):
+            return None  # sealed by us yet unreadable: a record of another version
+        # The columns a store searches by must say what the sealed record says.
+        columns = (stored.id, stored.session_id, stored.tool_call_id, stored.expires_at)
+        if columns != (record.id, record.session_id, record.tool_call_id, record.expires_at) or not record.calls:
+            return None
+        return record
+
+    def seal_decision(self, suspension_id: str, approved: bool) -> bytes:
+        """A decision bound to one suspension."""
+        word = _DECISIONS[approved]
+        return word + self._mac(suspension_id.encode() + b":" + word)
+
+    def open_decision(self, suspension_id: str, sealed: bytes | None) -> bool | None:
+        """The decision sealed for ``suspension_id``; ``None`` when there is none or it is not one of ours."""
+        if sealed is None:
+            return None
+        for approved, word in _DECISIONS.items():
+            if sealed == word + self._mac(suspension_id.encode() + b":" + word):
+                return approved
+        return None
+
+    def _mac(self, data: bytes) -> bytes:
+        assert self.key is not None  # set in __post_init__
+        return hmac.new(self.key, data, hashlib.sha256).digest()
+
+
+def module_digests(graph: OperationGraph) -> dict[str, str]:
+    """Module id -> a digest of what a paused program relies on: where the module is, and each
+    operation's path and labels. A resumed run needs every one of its modules unchanged."""
+    digests = {}
+    for module in graph.modules:
+        shape = [
+            module.path,
+            module.transport,
+            module.grant_key,
+            [
+                (relative, target.operation.access, target.operation.confirm)
+                for relative, target in module.operations.items()
+            ],
+        ]
+        digests[module.id] = hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:32]
+    return digests
+
+
+def now() -> float:
+    """Wall-clock time, shared by every process that uses a store."""
+    return time.time()
