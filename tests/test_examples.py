@@ -45,6 +45,19 @@ async def test_closing_the_runtime_lets_the_interpreter_exit_cleanly_every_time(
     assert results == [0] * 8
 
 
+def test_approvals_example_resumes_after_a_restart_without_adding_the_contacts_again() -> None:
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / "approvals.py")], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines() == [
+        "model reads: Paused for approval: crm.contacts.delete needs a person to approve it before it runs",
+        "person is asked: crm.contacts.delete {'id': 1}",
+        "program printed: delete answered: True",
+        'result: {"added":[1,2,3],"removed":true,"left":2}',
+    ]
+
+
 def test_computer_source_example_keeps_computer_a_for_the_first_lease() -> None:
     completed = subprocess.run(
         [sys.executable, str(EXAMPLES / "computer_source.py")], capture_output=True, text=True, timeout=60, check=False
