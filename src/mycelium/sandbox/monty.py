@@ -295,7 +295,7 @@ class MontySandbox:
                     if type_check:
                         await self._check_types(session, guest, request.code, signal)
                     if stepped:
-                        stepper = _Stepper(run, guest)
+                        stepper = _Stepper(run, guest, self._sleep_max, self._total_sleep)
                         feed = stepper.drive(session, guest.program(request.code), printed, mount, resumption)
                     else:
                         feed = session.feed_run(
@@ -925,10 +925,17 @@ class _Paused(NamedTuple):
     snapshot: bytes
     ready: dict[int, _Outcome]
     deferred: dict[int, str]
+    slept: float
+    """Seconds the program has slept so far: its sleep budget is the whole run's."""
 
     def pack(self) -> bytes:
         header = json.dumps(
-            {"v": _STATE_VERSION, "ready": list(self.ready.items()), "deferred": list(self.deferred.items())},
+            {
+                "v": _STATE_VERSION,
+                "ready": list(self.ready.items()),
+                "deferred": list(self.deferred.items()),
+                "slept": self.slept,
+            },
             separators=(",", ":"),
             allow_nan=False,
         ).encode()
@@ -947,11 +954,12 @@ class _Paused(NamedTuple):
                 raise ValueError(f"state version {header['v']!r}")
             ready = {int(call_id): _settled_form(outcome) for call_id, outcome in header["ready"]}
             deferred = {int(call_id): str(path) for call_id, path in header["deferred"]}
+            slept = float(header["slept"])
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise Unrestorable(f"the paused run's state cannot be read: {exc}") from None
         if not deferred or len(state) <= end:
             raise Unrestorable("the paused run's state is incomplete")
-        return cls(state[end:], ready, deferred)
+        return cls(state[end:], ready, deferred, slept)
 
 
 class _Resumption(NamedTuple):
@@ -964,17 +972,22 @@ class _Stepper:
 
     Each call the program makes is placed like any other (:meth:`_GuestRun.place`) and
     handed to Monty as a future; its outcome is delivered when the program waits for it.
-    Once a call's decision is deferred, the run goes on only as far as the calls already
-    placed take it: at the program's next new call, or when nothing is left to wait for
-    but deferred calls, every call still running settles and the run is captured.
+    Sleeps, which Monty leaves to whoever drives it, are capped and counted as a fed run's
+    are. Once a call's decision is deferred, the run goes on only as far as the calls
+    already placed take it: at the program's next new call, or when nothing is left to
+    wait for but deferred calls, everything still running settles and the run is captured.
     """
 
-    def __init__(self, run: _GuestRun, guest: _GuestModules) -> None:
+    def __init__(self, run: _GuestRun, guest: _GuestModules, sleep_max: float, total_sleep: float) -> None:
         self._run = run
         self._guest = guest
-        self._running: dict[int, _Call] = {}
+        self._running: dict[int, asyncio.Task[Any]] = {}  # calls and sleeps, by Monty's call id
+        self._paths: dict[int, str] = {}  # the operation path of each call
         self._ready: dict[int, _Outcome] = {}
-        self._deferred: dict[int, tuple[str, DecisionDeferred]] = {}
+        self._deferred: dict[int, DecisionDeferred] = {}
+        self._sleep_max = sleep_max
+        self._sleep_total = total_sleep
+        self._slept = 0.0  # the whole run's, its earlier parts included
 
     async def drive(
         self,
@@ -985,20 +998,34 @@ class _Stepper:
         resumption: _Resumption | None,
     ) -> object:
         """Run to the program's value; raise :class:`Suspended` if it pauses."""
-        if resumption is None:
-            snap = await session.feed_start(program, print_callback=printed.write, mount=mount, skip_type_check=True)
-        else:
-            snap = await self._restore(session, printed, mount, resumption)
-        while not isinstance(snap, MontyComplete):
-            if isinstance(snap, AsyncFutureSnapshot):
-                snap = await self._deliver(snap)
-            elif isinstance(snap, AsyncFunctionSnapshot) and not snap.is_os_function:
-                if self._pausing:
+        try:
+            if resumption is None:
+                snap = await session.feed_start(
+                    program, print_callback=printed.write, mount=mount, skip_type_check=True
+                )
+            else:
+                snap = await self._restore(session, printed, mount, resumption)
+            while not isinstance(snap, MontyComplete):
+                if isinstance(snap, AsyncFutureSnapshot):
+                    snap = await self._deliver(snap)
+                elif not isinstance(snap, AsyncFunctionSnapshot):  # a name: Monty answers it itself
+                    snap = await snap.resume_auto()
+                elif snap.function_name == "system.sleep":
+                    snap = await snap.resume(await self._sleep(snap.args))
+                elif snap.function_name == "system.async_sleep":
+                    snap = await snap.resume(self._start_sleep(snap.call_id, snap.args))
+                elif snap.is_os_function:  # imports and mounted files
+                    snap = await snap.resume_auto()
+                elif self._deferred:
                     raise await self._pause(snap)
-                snap = await snap.resume(self._place(snap))
-            else:  # imports, mounted files, sleeps and names: Monty answers them itself
-                snap = await snap.resume_auto()
-        return snap.output
+                else:
+                    snap = await snap.resume(self._place(snap))
+            return snap.output
+        finally:
+            # Calls are the run's to stop (they may have taken effect); sleeps are only ours.
+            for call_id, task in self._running.items():
+                if call_id not in self._paths:
+                    task.cancel()
 
     async def _restore(
         self, session: Any, printed: _PrintBuffer, mount: MountDir | None, resumption: _Resumption
@@ -1009,13 +1036,10 @@ class _Stepper:
         except (MontyError, ValueError, RuntimeError, TypeError) as exc:
             raise Unrestorable(f"Monty could not restore the paused run: {type(exc).__name__}") from None
         self._ready.update(paused.ready)
+        self._slept = paused.slept
         for call_id, path in paused.deferred.items():
             self._start(call_id, self._run.track(path, resumption.pending[call_id]()))
         return snap
-
-    @property
-    def _pausing(self) -> bool:
-        return bool(self._deferred)
 
     def _place(self, snap: Any) -> pydantic_monty.ExternalResult:
         leaf = self._guest.leaves.get(snap.function_name)
@@ -1030,7 +1054,36 @@ class _Stepper:
 
     def _start(self, call_id: int, call: _Call) -> None:
         call.task = asyncio.get_running_loop().create_task(call.coroutine)
-        self._running[call_id] = call
+        self._running[call_id] = call.task
+        self._paths[call_id] = call.path
+
+    def _sleep_for(self, args: tuple[object, ...]) -> float | _Outcome:
+        """How long a sleep lasts (capped), or what the guest gets instead."""
+        wanted = args[0] if len(args) == 1 else None
+        if not isinstance(wanted, int | float) or isinstance(wanted, bool) or wanted != wanted:
+            return {"exc_type": "TypeError", "message": "sleep() takes one number of seconds"}
+        if wanted < 0:
+            return {"exc_type": "ValueError", "message": "sleep length must be non-negative"}
+        length = min(float(wanted), self._sleep_max)
+        self._slept += length
+        if self._slept > self._sleep_total:
+            limit = f"{round(self._slept * 1000)}ms > {round(self._sleep_total * 1000)}ms"
+            return {"exc_type": "TimeoutError", "message": f"sleep limit exceeded: {limit}"}
+        return length
+
+    async def _sleep(self, args: tuple[object, ...]) -> _Outcome:
+        length = self._sleep_for(args)
+        if not isinstance(length, float):
+            return length
+        await asyncio.sleep(length)
+        return {"return_value": None}
+
+    def _start_sleep(self, call_id: int, args: tuple[object, ...]) -> pydantic_monty.ExternalResult:
+        length = self._sleep_for(args)
+        if not isinstance(length, float):
+            return length
+        self._running[call_id] = asyncio.get_running_loop().create_task(asyncio.sleep(length))
+        return {"future": ...}
 
     async def _deliver(self, snap: Any) -> Any:
         """Hand the program the outcomes it waits for, waiting for at least one if none is ready."""
@@ -1038,24 +1091,23 @@ class _Stepper:
         if not any(call_id in self._ready for call_id in waited):
             running = [self._running[call_id] for call_id in waited if call_id in self._running]
             if not running:
-                if self._pausing:
+                if self._deferred:
                     raise await self._pause(snap)
                 raise SandboxError(BadResponse())  # Monty waits for a call it never announced
-            await asyncio.wait([call.task for call in running if call.task is not None], return_when=_FIRST)
+            await asyncio.wait(running, return_when=_FIRST)
             self._collect()
         outcomes = {call_id: self._ready.pop(call_id) for call_id in waited if call_id in self._ready}
         return await snap.resume(outcomes) if outcomes else snap
 
     def _collect(self) -> None:
         """Move every settled call's outcome to where the program will find it."""
-        for call_id, call in list(self._running.items()):
-            task = call.task
-            if task is None or not task.done():
+        for call_id, task in list(self._running.items()):
+            if not task.done():
                 continue
             del self._running[call_id]
             exc = None if task.cancelled() else task.exception()
             if isinstance(exc, DecisionDeferred):
-                self._deferred[call_id] = (call.path, exc)
+                self._deferred[call_id] = exc
             elif task.cancelled():
                 self._ready[call_id] = {"exc_type": "RuntimeError", "message": "the call was stopped"}
             elif exc is not None:
@@ -1065,14 +1117,14 @@ class _Stepper:
 
     async def _pause(self, snap: Any) -> Suspended:
         """Let every call still running settle, then capture the run."""
-        tasks = [call.task for call in self._running.values() if call.task is not None]
-        if tasks:
-            await asyncio.wait(tasks)
+        if self._running:
+            await asyncio.wait(self._running.values())
         self._collect()
         # In the order the program placed them: the first placed is the first to decide.
-        order = sorted(self._deferred.items(), key=lambda item: item[1][1].request.operation_ordinal or 0)
-        paused = _Paused(snap.dump(), self._ready, {call_id: path for call_id, (path, _) in order})
-        return Suspended(paused.pack(), {call_id: deferral for call_id, (_, deferral) in order})
+        order = sorted(self._deferred.items(), key=lambda item: item[1].request.operation_ordinal or 0)
+        deferred = {call_id: self._paths[call_id] for call_id, _ in order}
+        paused = _Paused(snap.dump(), self._ready, deferred, self._slept)
+        return Suspended(paused.pack(), dict(order))
 
 
 _Outcome: TypeAlias = "pydantic_monty.ExternalSettledResult"
