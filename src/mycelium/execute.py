@@ -55,7 +55,7 @@ from .options import ExecutionOptions
 from .sandbox import Sandbox, SandboxRequest, Suspended, SuspendingSandbox, Unrestorable
 from .sandbox.boundary import failure_from_exception, sandbox_failure_message
 from .signals import AbortController, AbortSignal
-from .suspend import Suspension, SuspensionRecord, Suspensions, module_digests, now, paused_calls
+from .suspend import StoreUnavailable, Suspension, SuspensionRecord, Suspensions, module_digests, now, paused_calls
 from .suspensions import SuspensionLimitReached
 from .values import JsonTooLarge, JsonValue, NotJson, dumps_compact, json_size
 
@@ -272,9 +272,7 @@ class ExecuteTool:
         self._hold = hold
         self.definition = view.definition
         # Stepping a run costs more than feeding it whole: only a run that could pause is stepped.
-        self._suspendable = (
-            services.suspensions is not None and can_suspend(services.sandbox) and view.has_confirm
-        )
+        self._suspendable = services.suspensions is not None and can_suspend(services.sandbox) and view.has_confirm
 
     def prepare(self, call: ToolCall) -> PreparedExecute:
         """Validate a tool call's arguments. Bad arguments give a call whose result is ``invalid-arguments``."""
@@ -285,9 +283,7 @@ class ExecuteTool:
                 return PreparedExecute(self, call.id, None, InvalidArguments(str(exc)))
             return PreparedExecute(self, call.id, code, None)
 
-    async def run(
-        self, code: str, tool_call_id: str | None = None, signal: AbortSignal | None = None
-    ) -> ToolResult:
+    async def run(self, code: str, tool_call_id: str | None = None, signal: AbortSignal | None = None) -> ToolResult:
         """Prepare and execute ``{"code": code}`` in one step."""
         call = ToolCall(id=tool_call_id, name="execute", arguments={"code": code})
         return await self.prepare(call).execute(signal)
@@ -319,12 +315,16 @@ class ExecuteTool:
     async def _execute(self, code: str, tool_call_id: str | None, caller_signal: AbortSignal | None) -> ToolResult:
         with self._hold():
             suspensions = self._services.suspensions
+            attempt = _Attempt(f"exec-{uuid.uuid4().hex}", tool_call_id, code)
             if suspensions is not None and tool_call_id is not None:
                 # A framework that replays a tool call after approval resumes the paused run.
-                replayed = await self._replayed(suspensions, code, tool_call_id, caller_signal)
+                try:
+                    replayed = await self._replayed(suspensions, code, tool_call_id, caller_signal)
+                except StoreUnavailable as exc:
+                    # Unknown whether this call paused before: running it again could repeat its writes.
+                    return await self._fail(attempt, Unknown(), exc)
                 if replayed is not None:
                     return replayed
-            attempt = _Attempt(f"exec-{uuid.uuid4().hex}", tool_call_id, code)
             return await self._run(attempt, caller_signal, None)
 
     async def resume(
@@ -343,7 +343,10 @@ class ExecuteTool:
             suspensions = self._services.suspensions
             if suspensions is None:
                 raise ValueError("this runtime keeps no suspensions: give it Runtime(suspensions=Suspensions(...))")
-            opened = await self._claim(suspensions, suspension_id, approved)
+            try:
+                opened = await self._claim(suspensions, suspension_id, approved)
+            except StoreUnavailable as exc:
+                return await self._fail(_Attempt(None, None, ""), Unknown(), exc)
             if not isinstance(opened, tuple):
                 attempt = _Attempt(None, None, "")
                 return await self._fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason=opened), None)
@@ -357,7 +360,8 @@ class ExecuteTool:
         self, suspensions: Suspensions, code: str, tool_call_id: str, signal: AbortSignal | None
     ) -> ToolResult | None:
         """The outcome for a tool call that paused before, or ``None`` when this one is new."""
-        stored = await suspensions.store.find(self._services.session_id, tool_call_id)
+        session_id = self._services.session_id
+        stored = await suspensions.stored(lambda: suspensions.store.find(session_id, tool_call_id))
         record = suspensions.unseal(stored) if stored is not None else None
         if stored is None or record is None or record.code != code:
             return None
@@ -375,7 +379,9 @@ class ExecuteTool:
         (undecided, or its operations changed) is still there afterwards.
         """
         store = suspensions.store
-        stored = await store.get(suspension_id) if isinstance(suspension_id, str) else None
+        if not isinstance(suspension_id, str):
+            return "not-found"
+        stored = await suspensions.stored(lambda: store.get(suspension_id))
         if stored is None:
             return "not-found"
         record = suspensions.unseal(stored)
@@ -392,7 +398,7 @@ class ExecuteTool:
         digests = self._view.digests
         if any(digests.get(module_id) != digest for module_id, digest in record.modules.items()):
             return "revision-changed"
-        claimed = await store.claim(suspension_id, now=now())
+        claimed = await suspensions.stored(lambda: store.claim(suspension_id, now=now()))
         if claimed is None:
             return "already-resumed"
         if claimed.record != stored.record:
@@ -481,10 +487,15 @@ class ExecuteTool:
                 raise SuspensionLimitReached(
                     f"the paused run's state is {len(stored.record)} bytes; the limit is {suspensions.max_state_bytes}"
                 )
-            await suspensions.store.put(stored, max_per_session=suspensions.max_per_session)
-        except SuspensionLimitReached as exc:
+            await suspensions.stored(lambda: suspensions.store.put(stored, max_per_session=suspensions.max_per_session))
+        except (SuspensionLimitReached, StoreUnavailable) as exc:
             # Nobody can be asked to wait for this one: it is refused and the program goes on.
-            logger.warning("execute %s could not pause (%s); its deferred calls are refused", record.execution_id, exc)
+            logger.warning(
+                "execute %s could not pause (%s); its deferred calls are refused",
+                record.execution_id,
+                exc,
+                exc_info=exc.__cause__ if isinstance(exc, StoreUnavailable) else None,
+            )
             unavailable: dict[int, Decision | None] = {call.call: "unavailable" for call in record.calls}
             return await self._continue(record, unavailable, tuple(attempt.logs), signal)
         suspension = record.suspension()
@@ -684,8 +695,8 @@ def execute_description(
         "These operations are available, as Python stubs. Call each by the path in the comment above it: "
         "`# <ns>.<op>` means `await <ns>.<op>(...)`.\n\n" + stubs
         if inline
-        else "Namespaces (operation counts). Find operations with `await forage.search(\"what you need\")`, "
-        "then `await forage.describe(\"path\")` for the exact signature:\n\n"
+        else 'Namespaces (operation counts). Find operations with `await forage.search("what you need")`, '
+        'then `await forage.describe("path")` for the exact signature:\n\n'
         + namespace_tree(catalog, max_chars - len(rules) - 200)
     )
     text = rules + body

@@ -317,7 +317,8 @@ class Runtime:
         For hosts whose agent framework replays the tool call after approval: executing the
         same tool call id with the same code then resumes with this decision. Returns
         ``False`` when there is no such undecided, unexpired suspension in ``session`` (the
-        runtime's by default).
+        runtime's by default). Raises :class:`~mycelium.suspend.StoreUnavailable` when the store
+        fails or does not answer within ``Suspensions.store_timeout_ms``, as the methods below do.
         """
         suspensions = self._require_suspensions()
         if type(approved) is not bool:
@@ -325,13 +326,15 @@ class Runtime:
         if await self.suspension(suspension_id, session=session) is None:
             return False
         sealed = suspensions.seal_decision(suspension_id, approved)
-        return await suspensions.store.decide(suspension_id, sealed, now=now())
+        return await suspensions.stored(lambda: suspensions.store.decide(suspension_id, sealed, now=now()))
 
     async def suspension(self, suspension_id: str, *, session: Session | None = None) -> Suspension | None:
         """The unexpired suspension ``suspension_id`` of ``session`` (the runtime's by default), for a
         host's approval screen; ``None`` when there is none, or its record fails its seal."""
         suspensions = self._require_suspensions()
-        stored = await suspensions.store.get(suspension_id) if isinstance(suspension_id, str) else None
+        if not isinstance(suspension_id, str):
+            return None
+        stored = await suspensions.stored(lambda: suspensions.store.get(suspension_id))
         record = suspensions.unseal(stored) if stored is not None else None
         asking = session or self.session
         owner = asking.id if asking is not None else None
@@ -341,7 +344,8 @@ class Runtime:
 
     async def purge_expired_suspensions(self) -> int:
         """Remove expired suspensions from the store; how many were removed."""
-        return await self._require_suspensions().store.purge_expired(now=now())
+        suspensions = self._require_suspensions()
+        return await suspensions.stored(lambda: suspensions.store.purge_expired(now=now()))
 
     def _require_suspensions(self) -> Suspensions:
         if self.suspensions is None:

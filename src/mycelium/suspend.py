@@ -22,24 +22,28 @@ import hmac
 import json
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
+
+import anyio
 
 from .access import DecisionDeferred
 from .graph import OperationGraph
 from .operations import AccessLabel
 from .options import check_int
-from .suspensions import MemorySuspensions, StoredSuspension, SuspensionStore
+from .suspensions import MemorySuspensions, StoredSuspension, SuspensionLimitReached, SuspensionStore
 from .values import JsonValue
 
-__all__ = ["PausedCall", "Suspension", "SuspensionRecord", "Suspensions", "module_digests"]
+__all__ = ["PausedCall", "StoreUnavailable", "Suspension", "SuspensionRecord", "Suspensions", "module_digests"]
+
+T = TypeVar("T")
 
 MIB = 1024 * 1024
 _MAC_BYTES = 32
 _RECORD_MAGIC = b"MYCSUSP1"
 _DECISIONS = {True: b"approved", False: b"declined"}
-
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,10 @@ def paused_calls(deferred: Mapping[int, DecisionDeferred]) -> tuple[PausedCall, 
     return tuple(calls)
 
 
+class StoreUnavailable(Exception):
+    """The suspension store failed or did not answer in time; the cause is chained."""
+
+
 @dataclass(frozen=True)
 class Suspensions:
     """A runtime's opt-in to pausing runs at deferred decisions.
@@ -162,7 +170,8 @@ class Suspensions:
     - ``expires_after_ms``: how long a suspension waits for its decision (24 hours).
     - ``max_per_session``: how many suspensions one session may hold at once (100). When
       it is full, a deferred call is refused as ``confirmation-unavailable`` and the run
-      goes on; so it is when a paused run's state is over ``max_state_bytes`` (16 MiB).
+      goes on; so it is when a paused run's state is over ``max_state_bytes`` (16 MiB),
+      or when the store fails or takes longer than ``store_timeout_ms`` (10 s).
     """
 
     store: SuspensionStore = field(default_factory=MemorySuspensions)
@@ -170,6 +179,7 @@ class Suspensions:
     expires_after_ms: int = 86_400_000
     max_per_session: int = 100
     max_state_bytes: int = 16 * MIB
+    store_timeout_ms: int = 10_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.store, SuspensionStore):
@@ -177,6 +187,7 @@ class Suspensions:
         check_int("Suspensions.expires_after_ms", self.expires_after_ms)
         check_int("Suspensions.max_per_session", self.max_per_session)
         check_int("Suspensions.max_state_bytes", self.max_state_bytes)
+        check_int("Suspensions.store_timeout_ms", self.store_timeout_ms)
         if self.key is None:
             if not isinstance(self.store, MemorySuspensions):
                 raise ValueError(
@@ -186,6 +197,20 @@ class Suspensions:
             object.__setattr__(self, "key", secrets.token_bytes(32))
         elif not isinstance(self.key, bytes) or len(self.key) < 16:
             raise ValueError("Suspensions.key must be bytes, at least 16 of them")
+
+    async def stored(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """Run one store operation within ``store_timeout_ms``.
+
+        Raises :class:`StoreUnavailable` for any failure of the store (its own error, or
+        taking too long); :class:`~mycelium.suspensions.SuspensionLimitReached` passes through.
+        """
+        try:
+            with anyio.fail_after(self.store_timeout_ms / 1000):
+                return await operation()
+        except SuspensionLimitReached:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(f"the suspension store failed: {type(exc).__name__}") from exc
 
     def new_id(self) -> str:
         """A fresh, unguessable suspension id."""
