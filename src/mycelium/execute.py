@@ -481,12 +481,13 @@ class ExecuteTool:
             calls=paused_calls(paused.deferred),
             state=paused.state,
         )
-        stored = suspensions.seal(record)
         try:
-            if len(stored.record) > suspensions.max_state_bytes:
+            if len(record.state) > suspensions.max_state_bytes:
                 raise SuspensionLimitReached(
-                    f"the paused run's state is {len(stored.record)} bytes; the limit is {suspensions.max_state_bytes}"
+                    f"the paused run's state is {len(record.state)} bytes; the limit is {suspensions.max_state_bytes}"
                 )
+            # Sealing hashes the whole state: megabytes of it are hashed off the event loop.
+            stored = await anyio.to_thread.run_sync(suspensions.seal, record)
             await suspensions.stored(lambda: suspensions.store.put(stored, max_per_session=suspensions.max_per_session))
         except (SuspensionLimitReached, StoreUnavailable) as exc:
             # Nobody can be asked to wait for this one: it is refused and the program goes on.

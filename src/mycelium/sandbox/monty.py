@@ -1123,7 +1123,9 @@ class _Stepper:
         # In the order the program placed them: the first placed is the first to decide.
         order = sorted(self._deferred.items(), key=lambda item: item[1].request.operation_ordinal or 0)
         deferred = {call_id: self._paths[call_id] for call_id, _ in order}
-        paused = _Paused(snap.dump(), self._ready, deferred, self._slept)
+        # A big heap takes a while to serialise: not on the event loop.
+        snapshot = await anyio.to_thread.run_sync(snap.dump)
+        paused = _Paused(snapshot, self._ready, deferred, self._slept)
         return Suspended(paused.pack(), dict(order))
 
 
