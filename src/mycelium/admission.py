@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
 import anyio
 
 from .options import MAX_ADMISSION_WAIT_MS, ExecutionOptions, check_int
-from .sandbox import Sandbox, SandboxRequest, SuspendingSandbox, Unrestorable, close_sandbox
+from .sandbox import PendingCalls, Sandbox, SandboxRequest, SuspendingSandbox, Unrestorable, close_sandbox
 from .signals import AbortSignal
 from .values import JsonValue
 
@@ -230,11 +230,7 @@ class SharedSandbox:
         return can_suspend(self.sandbox)
 
     async def resume(
-        self,
-        request: SandboxRequest,
-        state: bytes,
-        pending: Mapping[int, Callable[[], Awaitable[JsonValue]]],
-        signal: AbortSignal,
+        self, request: SandboxRequest, state: bytes, pending: PendingCalls, signal: AbortSignal
     ) -> JsonValue:
         """Continue a paused run in the shared sandbox (see :class:`~mycelium.sandbox.SuspendingSandbox`)."""
         if not isinstance(self.sandbox, SuspendingSandbox):

@@ -28,6 +28,7 @@ from ..values import JsonValue
 __all__ = [
     "UNENFORCED_LIMIT_NOTICES",
     "BindingCallback",
+    "PendingCalls",
     "Sandbox",
     "SandboxRequest",
     "Suspended",
@@ -47,6 +48,9 @@ UNENFORCED_LIMIT_NOTICES: dict[str, str] = {
     "cancel": "Cancellation is not enforced in local dev",
 }
 """The once-per-runtime diagnostic for each declared unenforced limit."""
+
+PendingCalls: TypeAlias = Mapping[int, Callable[[], Awaitable[JsonValue]]]
+"""A paused run's deferred calls, by the sandbox's id for each: a function that starts the call."""
 
 
 @dataclass(frozen=True)
@@ -144,11 +148,7 @@ class SuspendingSandbox(Sandbox, Protocol):
     """A sandbox that can pause a run at a deferred decision and continue it later."""
 
     async def resume(
-        self,
-        request: SandboxRequest,
-        state: bytes,
-        pending: Mapping[int, Callable[[], Awaitable[JsonValue]]],
-        signal: AbortSignal,
+        self, request: SandboxRequest, state: bytes, pending: PendingCalls, signal: AbortSignal
     ) -> JsonValue:
         """Continue the run ``state`` captured, as ``execute`` would run it, and return its value.
 

@@ -70,7 +70,7 @@ from ..failures import (
 from ..signals import AbortError, AbortSignal
 from ..text import clip
 from ..values import MAX_JSON_DEPTH, JsonTooLarge, JsonValue, NotJson, json_size
-from . import UNENFORCED_LIMIT_NOTICES, SandboxRequest, Suspended, UnenforcedLimit, Unrestorable
+from . import UNENFORCED_LIMIT_NOTICES, PendingCalls, SandboxRequest, Suspended, UnenforcedLimit, Unrestorable
 from .guest import Leaf, NamespaceTree, guest_input, namespace_tree, positional_name
 
 __all__ = ["MontySandbox", "WorkspaceResolver"]
@@ -236,11 +236,7 @@ class MontySandbox:
         return await self._run(request, signal, None)
 
     async def resume(
-        self,
-        request: SandboxRequest,
-        state: bytes,
-        pending: Mapping[int, Callable[[], Awaitable[JsonValue]]],
-        signal: AbortSignal,
+        self, request: SandboxRequest, state: bytes, pending: PendingCalls, signal: AbortSignal
     ) -> JsonValue:
         """Continue a run :meth:`execute` paused, in a fresh session (any process of this version).
 
@@ -964,7 +960,7 @@ class _Paused(NamedTuple):
 
 class _Resumption(NamedTuple):
     paused: _Paused
-    pending: Mapping[int, Callable[[], Awaitable[JsonValue]]]
+    pending: PendingCalls
 
 
 class _Stepper:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .store import StoredSuspension, SuspensionLimitReached
+from .store import COLUMNS, StoredSuspension, SuspensionLimitReached, from_row, to_row
 
 if TYPE_CHECKING:
     import asyncpg
@@ -21,7 +21,6 @@ __all__ = ["PostgresSuspensions"]
 # Lower case, so the quoted name (quoted, a reserved word still works) is the table an unquoted query names;
 # at most 48 characters, so the index name made from it stays within PostgreSQL's 63.
 _TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
-_COLUMNS = "id, session, tool_call_id, expires_at, record, decision"
 
 
 class PostgresSuspensions:
@@ -71,25 +70,19 @@ class PostgresSuspensions:
                 raise SuspensionLimitReached(f"the session already holds {held} suspensions")
             try:
                 await connection.execute(
-                    f"INSERT INTO {self._table} ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)",
-                    suspension.id,
-                    session,
-                    suspension.tool_call_id,
-                    suspension.expires_at,
-                    suspension.record,
-                    suspension.decision,
+                    f"INSERT INTO {self._table} ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)", *to_row(suspension)
                 )
             except asyncpg.UniqueViolationError as error:
                 raise ValueError(f"suspension {suspension.id!r} is already stored") from error
 
     async def get(self, suspension_id: str) -> StoredSuspension | None:
         """The suspension, expired or not, if it is stored."""
-        return await self._one(f"SELECT {_COLUMNS} FROM {self._table} WHERE id = $1", suspension_id)
+        return await self._one(f"SELECT {COLUMNS} FROM {self._table} WHERE id = $1", suspension_id)
 
     async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
         """The newest unexpired suspension of this session's tool call."""
         return await self._one(
-            f"SELECT {_COLUMNS} FROM {self._table} WHERE session = $1 AND tool_call_id = $2 AND expires_at > $3"
+            f"SELECT {COLUMNS} FROM {self._table} WHERE session = $1 AND tool_call_id = $2 AND expires_at > $3"
             " ORDER BY stored DESC LIMIT 1",
             session_id or "",
             tool_call_id,
@@ -111,7 +104,7 @@ class PostgresSuspensions:
     async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
         """Remove and return the suspension if it is stored and unexpired, in one statement."""
         return await self._one(
-            f"DELETE FROM {self._table} WHERE id = $1 AND expires_at > $2 RETURNING {_COLUMNS}", suspension_id, now
+            f"DELETE FROM {self._table} WHERE id = $1 AND expires_at > $2 RETURNING {COLUMNS}", suspension_id, now
         )
 
     async def purge_expired(self, *, now: float) -> int:
@@ -137,8 +130,7 @@ class PostgresSuspensions:
         row = await pool.fetchrow(sql, *arguments)
         if row is None:
             return None
-        suspension_id, session, tool_call_id, expires_at, record, decision = row
-        return StoredSuspension(suspension_id, session or None, tool_call_id, expires_at, record, decision)
+        return from_row(row)
 
     async def _connected(self) -> asyncpg.Pool:
         """The pool, made and with the table made on the first call."""

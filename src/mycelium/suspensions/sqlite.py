@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import anyio.to_thread
 
-from .store import StoredSuspension, SuspensionLimitReached
+from .store import COLUMNS, StoredSuspension, SuspensionLimitReached, from_row, to_row
 
 __all__ = ["SqliteSuspensions"]
 
@@ -29,7 +29,6 @@ CREATE TABLE IF NOT EXISTS suspensions (
 );
 CREATE INDEX IF NOT EXISTS suspensions_by_call ON suspensions (session, tool_call_id);
 """
-_COLUMNS = "id, session, tool_call_id, expires_at, record, decision"
 
 
 class SqliteSuspensions:
@@ -61,17 +60,7 @@ class SqliteSuspensions:
                 if held >= max_per_session:
                     raise SuspensionLimitReached(f"the session already holds {held} suspensions")
                 try:
-                    db.execute(
-                        f"INSERT INTO suspensions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                        (
-                            suspension.id,
-                            session,
-                            suspension.tool_call_id,
-                            suspension.expires_at,
-                            suspension.record,
-                            suspension.decision,
-                        ),
-                    )
+                    db.execute(f"INSERT INTO suspensions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", to_row(suspension))
                 except sqlite3.IntegrityError as error:
                     raise ValueError(f"suspension {suspension.id!r} is already stored") from error
 
@@ -79,12 +68,12 @@ class SqliteSuspensions:
 
     async def get(self, suspension_id: str) -> StoredSuspension | None:
         """The suspension, expired or not, if it is stored."""
-        return await self._one(f"SELECT {_COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,))
+        return await self._one(f"SELECT {COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,))
 
     async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
         """The newest unexpired suspension of this session's tool call."""
         return await self._one(
-            f"SELECT {_COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ? AND expires_at > ?"
+            f"SELECT {COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ? AND expires_at > ?"
             " ORDER BY rowid DESC LIMIT 1",  # a new row's rowid is above every stored one
             (session_id or "", tool_call_id, time.time()),
         )
@@ -104,7 +93,7 @@ class SqliteSuspensions:
     async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
         """Remove and return the suspension if it is stored and unexpired, in one statement."""
         return await self._one(
-            f"DELETE FROM suspensions WHERE id = ? AND expires_at > ? RETURNING {_COLUMNS}", (suspension_id, now)
+            f"DELETE FROM suspensions WHERE id = ? AND expires_at > ? RETURNING {COLUMNS}", (suspension_id, now)
         )
 
     async def purge_expired(self, *, now: float) -> int:
@@ -127,8 +116,7 @@ class SqliteSuspensions:
         row = await self._run(lambda db: db.execute(sql, parameters).fetchone())
         if row is None:
             return None
-        suspension_id, session, tool_call_id, expires_at, record, decision = row
-        return StoredSuspension(suspension_id, session or None, tool_call_id, expires_at, record, decision)
+        return from_row(row)
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         def run() -> T:

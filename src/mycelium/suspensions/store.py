@@ -10,10 +10,11 @@ exactly one of them holding it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["StoredSuspension", "SuspensionLimitReached", "SuspensionStore"]
+__all__ = ["COLUMNS", "StoredSuspension", "SuspensionLimitReached", "SuspensionStore", "from_row", "to_row"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +87,27 @@ class SuspensionStore(Protocol):
     async def aclose(self) -> None:
         """Release the store's resources (connections, threads). Idempotent."""
         ...
+
+
+Row: TypeAlias = tuple[str, str, "str | None", float, bytes, "bytes | None"]
+
+COLUMNS = "id, session, tool_call_id, expires_at, record, decision"
+"""The columns an SQL store keeps, in the order of :func:`to_row`."""
+
+
+def to_row(suspension: StoredSuspension) -> Row:
+    """A suspension as an SQL row. No session is the empty string, which no session id is."""
+    return (
+        suspension.id,
+        suspension.session_id or "",
+        suspension.tool_call_id,
+        suspension.expires_at,
+        suspension.record,
+        suspension.decision,
+    )
+
+
+def from_row(row: Sequence[Any]) -> StoredSuspension:
+    """The suspension an SQL row (in :data:`COLUMNS` order) holds."""
+    suspension_id, session, tool_call_id, expires_at, record, decision = row
+    return StoredSuspension(suspension_id, session or None, tool_call_id, expires_at, bytes(record), decision)
