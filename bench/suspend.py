@@ -1,0 +1,446 @@
+"""Suspend an execute at a deferred confirmation and resume it: latency per store, against floors.
+
+The program makes 10 operation calls (small async operations), then calls a ``confirm=True``
+operation. For each store (``MemorySuspensions``; ``SqliteSuspensions`` on a file in a temp
+folder; ``PostgresSuspensions`` on a PostgreSQL the script starts with pgserver in a temp
+folder and stops at the end):
+
+- **suspend**: ``execute`` in a runtime with ``Access(confirm=defer)``, until it returns the
+  suspended ``ToolResult`` (the 10 calls, the deferral, the capture, the seal, the store's put);
+- **resume**: ``runtime.resume(id, approved=True)`` until the final ``ToolResult`` (a lease,
+  get, unseal and claim, the snapshot loaded into a fresh session, the pending call, the end);
+- **suspend + resume**: the two of the same round added up.
+
+The floors, measured in the same rounds (every scenario once per round, so that drift on a
+shared machine hits all of them): **(a)** the same program with the confirmation approved at
+once, in a runtime without suspensions (the run is fed whole); **(b)** per store, a runtime
+with suspensions whose confirm approves at once: the run is driven step by step, as a run that
+may pause is, but never pauses (and the tool call id is looked up in the store first, as every
+execute with suspensions does). (b) against (a) is the cost of stepping; suspend + resume
+against (b) the cost of pausing. Ratios are medians against (a). All runtimes share one Monty
+worker pool. Each execute has its own tool call id.
+
+Also printed: the stored record's size; the store's own share (its ``put``, and the ``get`` and
+``claim`` of a resume, on the same record); host memory per suspended run held in the memory
+store (``VmRSS`` and tracemalloc, each over its own pass of N suspensions, and again after they
+are all resumed); and the event loop's worst stall (the gap between the ticks of a 1 ms ticker,
+as in ``bench/memory.py``) over a pass of suspends and a pass of resumes per store, beside the
+floor (a).
+
+    .venv/bin/python bench/suspend.py            # about 80 s on the 2-core build machine
+    .venv/bin/python bench/suspend.py --quick    # about 15 s
+
+Target (issue 11): suspend + resume on SQLite under 5 ms at the median. The bench reports; it
+always exits 0 unless a run does not end as expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import itertools
+import json
+import statistics
+import tempfile
+import time
+import tracemalloc
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from memory import Ticker, rss_bytes
+from pydantic import BaseModel
+from stats import percentile
+
+from mycelium import (
+    Access,
+    ConfirmRequest,
+    Lease,
+    MemorySuspensions,
+    Module,
+    PostgresSuspensions,
+    Runtime,
+    SqliteSuspensions,
+    Suspensions,
+    ToolResult,
+    defer,
+    operation,
+)
+from mycelium.admission import SharedSandbox
+from mycelium.sandbox.monty import MontySandbox
+from mycelium.suspend import SuspensionRecord, now
+
+TARGET_MS = 5.0
+KEY = b"bench-suspend-key-0123456789abcdef"
+MAX_HELD = 100_000  # the memory and stall passes hold many suspensions of one session at once
+
+PROGRAM = """
+total = 0
+for i in range(10):
+    total += (await shop.ping(n=i))["n"]
+removed = await shop.remove(id=total)
+return {"total": total, "removed": removed}
+"""
+EXPECTED = {"total": 45, "removed": {"removed": 45}}
+
+
+class Number(BaseModel):
+    n: int
+
+
+class Key(BaseModel):
+    id: int
+
+
+async def ping(request: Number) -> dict[str, int]:
+    return {"n": request.n}
+
+
+async def remove(request: Key) -> dict[str, int]:
+    return {"removed": request.id}
+
+
+def approve(request: ConfirmRequest) -> bool:
+    """A person who approves at once, inside the call."""
+    return True
+
+
+def shop_module() -> Module:
+    return Module(
+        id="bench-shop",
+        name="shop",
+        operations={
+            "ping": operation(input=Number, execute=ping, access="read"),
+            "remove": operation(input=Key, execute=remove, access="write", confirm=True),
+        },
+    )
+
+
+tool_call_ids = (f"call-{n}" for n in itertools.count())
+
+
+def check(result: ToolResult, *, suspended: bool) -> None:
+    """Stop the bench when a run does not end as the scenario says it must."""
+    if suspended and result.suspension is None:
+        raise SystemExit(f"expected a suspension, got: {result.text}")
+    if not suspended and (result.is_error or result.suspension is not None or json.loads(result.text) != EXPECTED):
+        raise SystemExit(f"expected the program's value, got: {result.text}")
+
+
+@dataclass
+class Store:
+    """One store with its two runtimes: one pauses at the confirmation, the other approves at once."""
+
+    name: str
+    suspensions: Suspensions
+    pausing: Runtime
+    pausing_lease: Lease
+    approving_lease: Lease
+
+    async def suspend(self) -> str:
+        """Run the program until it pauses; the suspension's id."""
+        result = await self.pausing_lease.execute_tool.run(PROGRAM, tool_call_id=next(tool_call_ids))
+        check(result, suspended=True)
+        assert result.suspension is not None
+        return result.suspension.id
+
+    async def resume(self, suspension_id: str) -> None:
+        """Approve the pending call and run the program to its end, as a host resumes (a lease of its own)."""
+        check(await self.pausing.resume(suspension_id, approved=True), suspended=False)
+
+    async def approved(self) -> None:
+        """Floor (b): the same program, stepped because it could pause, approved at once."""
+        check(await self.approving_lease.execute_tool.run(PROGRAM, tool_call_id=next(tool_call_ids)), suspended=False)
+
+
+async def floor_run(lease: Lease) -> None:
+    """Floor (a): the program approved at once in a runtime without suspensions, fed whole."""
+    check(await lease.execute_tool.run(PROGRAM, tool_call_id=next(tool_call_ids)), suspended=False)
+
+
+def elapsed_ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+async def timed(work: Awaitable[object]) -> float:
+    started = time.perf_counter()
+    await work
+    return elapsed_ms(started)
+
+
+@asynccontextmanager
+async def postgres(folder: Path) -> AsyncIterator[str]:
+    """A PostgreSQL of pgserver's bundled binaries in ``folder``, stopped on the way out."""
+    with warnings.catch_warnings():
+        # pgserver looks up a runtime folder when imported; without XDG_RUNTIME_DIR it warns and uses /tmp.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+        import pgserver
+
+    server = await asyncio.to_thread(pgserver.get_server, folder, cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        await asyncio.to_thread(server.cleanup)
+
+
+@asynccontextmanager
+async def stores(sandbox: SharedSandbox, folder: Path) -> AsyncIterator[list[Store]]:
+    """The three stores, each with its two runtimes and their leases, closed on the way out."""
+    async with AsyncExitStack() as stack:
+        uri = await stack.enter_async_context(postgres(folder / "postgres"))
+        made: list[Store] = []
+        for name, store in (
+            ("memory", MemorySuspensions()),
+            ("sqlite", SqliteSuspensions(folder / "suspensions.db")),
+            ("postgres", PostgresSuspensions(uri, table="bench_suspensions")),
+        ):
+            stack.push_async_callback(store.aclose)
+            suspensions = Suspensions(store=store, key=KEY, max_per_session=MAX_HELD)
+            runtimes = [
+                await stack.enter_async_context(
+                    Runtime(modules=[shop_module()], sandbox=sandbox, access=access, suspensions=suspensions)
+                )
+                for access in (Access(confirm=defer), Access(confirm=approve))
+            ]
+            leases = [await stack.enter_async_context(runtime.lease()) for runtime in runtimes]
+            made.append(Store(name, suspensions, runtimes[0], *leases))
+        yield made
+
+
+# --------------------------------------------------------------------------------------
+# Latency
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Samples:
+    floor: list[float]
+    approved: dict[str, list[float]]
+    suspend: dict[str, list[float]]
+    resume: dict[str, list[float]]
+
+    def both(self, store: str) -> list[float]:
+        return [s + r for s, r in zip(self.suspend[store], self.resume[store], strict=True)]
+
+
+async def latency(floor: Lease, made: Sequence[Store], rounds: int, warmup: int) -> Samples:
+    samples = Samples([], {s.name: [] for s in made}, {s.name: [] for s in made}, {s.name: [] for s in made})
+    for round_number in range(warmup + rounds):
+        keep = round_number >= warmup
+        floor_ms = await timed(floor_run(floor))
+        if keep:
+            samples.floor.append(floor_ms)
+        for store in made:
+            approved_ms = await timed(store.approved())
+            started = time.perf_counter()
+            suspension_id = await store.suspend()
+            suspend_ms = elapsed_ms(started)
+            resume_ms = await timed(store.resume(suspension_id))
+            if keep:
+                samples.approved[store.name].append(approved_ms)
+                samples.suspend[store.name].append(suspend_ms)
+                samples.resume[store.name].append(resume_ms)
+    return samples
+
+
+def latency_table(samples: Samples, made: Sequence[Store]) -> None:
+    """Print each scenario's median, p99 and median ratio to floor (a), then what pausing adds."""
+    floor = statistics.median(samples.floor)
+
+    def row(label: str, values: list[float]) -> None:
+        median = statistics.median(values)
+        print(f"{label:<40} {median:8.3f} {percentile(values, 0.99):8.3f} {median / floor:6.2f}")
+
+    print(f"{'scenario':<40} {'p50':>8} {'p99':>8} {'ratio':>6}")
+    row("(a) approved at once, no suspensions", samples.floor)
+    for store in made:
+        row(f"{store.name}: (b) stepped, approved at once", samples.approved[store.name])
+        row(f"{store.name}: suspend", samples.suspend[store.name])
+        row(f"{store.name}: resume", samples.resume[store.name])
+        row(f"{store.name}: suspend + resume", samples.both(store.name))
+    print("\nwhat pausing adds, median of suspend + resume less a floor's median (ms)")
+    print(f"{'store':<10} {'- (b)':>8} {'- (a)':>8}")
+    for store in made:
+        both = statistics.median(samples.both(store.name))
+        stepped = statistics.median(samples.approved[store.name])
+        print(f"{store.name:<10} {both - stepped:8.3f} {both - floor:8.3f}")
+
+
+# --------------------------------------------------------------------------------------
+# The record, and the store's share
+# --------------------------------------------------------------------------------------
+
+
+async def sample_record(store: Store) -> SuspensionRecord:
+    """The sealed record of one suspension of the program, as the store keeps it (then resumed)."""
+    suspension_id = await store.suspend()
+    stored = await store.suspensions.store.get(suspension_id)
+    record = store.suspensions.unseal(stored) if stored is not None else None
+    if record is None:
+        raise SystemExit(f"{store.name}: the stored suspension {suspension_id} cannot be read back")
+    await store.resume(suspension_id)
+    return record
+
+
+async def store_share(store: Store, record: SuspensionRecord, runs: int) -> tuple[list[float], list[float]]:
+    """The store's ``put`` of a sealed record, and a resume's ``get`` + ``claim`` of it (ms), nothing else."""
+    backend = store.suspensions.store
+    puts, takes = [], []
+    for _ in range(runs):
+        sealed = store.suspensions.seal(replace(record, id=store.suspensions.new_id()))
+        puts.append(await timed(backend.put(sealed, max_per_session=MAX_HELD)))
+        started = time.perf_counter()
+        await backend.get(sealed.id)
+        if await backend.claim(sealed.id, now=now()) is None:
+            raise SystemExit(f"{store.name}: a record just put cannot be claimed")
+        takes.append(elapsed_ms(started))
+    return puts, takes
+
+
+# --------------------------------------------------------------------------------------
+# Host memory per suspended run
+# --------------------------------------------------------------------------------------
+
+
+async def hold_and_release(store: Store, count: int, measure: Callable[[], int]) -> tuple[float, float]:
+    """Bytes per suspended run while ``count`` are held, and per run once they are all resumed."""
+    gc.collect()
+    before = measure()
+    held = [await store.suspend() for _ in range(count)]
+    gc.collect()
+    holding = measure()
+    for suspension_id in held:
+        await store.resume(suspension_id)
+    del held
+    gc.collect()
+    after = measure()
+    return (holding - before) / count, (after - before) / count
+
+
+def traced() -> int:
+    return tracemalloc.get_traced_memory()[0]
+
+
+def resident() -> int:
+    return rss_bytes() or 0
+
+
+async def memory_per_run(store: Store, count: int) -> dict[str, tuple[float, float]]:
+    """Host bytes per suspended run held in ``store``: ``VmRSS``, then tracemalloc, each its own pass."""
+    measured = {"RSS": await hold_and_release(store, count, resident)}
+    tracemalloc.start()
+    try:
+        measured["tracemalloc"] = await hold_and_release(store, count, traced)
+    finally:
+        tracemalloc.stop()
+    return measured
+
+
+# --------------------------------------------------------------------------------------
+# Event-loop stall
+# --------------------------------------------------------------------------------------
+
+
+async def stalls(floor: Lease, made: Sequence[Store], runs: int) -> dict[str, list[float]]:
+    """Gaps of a 1 ms ticker (ms): over the floor's runs, then per store over a pass of suspends and one of resumes."""
+    ticker = Ticker(beats=False)
+    ticking = asyncio.create_task(ticker.run())
+    try:
+        ticker.open()
+        for _ in range(runs):
+            await floor_run(floor)
+        gaps = {"(a) approved at once, no suspensions": ticker.close()}
+        for store in made:
+            ticker.open()
+            held = [await store.suspend() for _ in range(runs)]
+            gaps[f"{store.name}: suspend"] = ticker.close()
+            ticker.open()
+            for suspension_id in held:
+                await store.resume(suspension_id)
+            gaps[f"{store.name}: resume"] = ticker.close()
+    finally:
+        ticking.cancel()
+    return gaps
+
+
+# --------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------
+
+
+async def main(arguments: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    sandbox = SharedSandbox(MontySandbox())
+    with tempfile.TemporaryDirectory(prefix="mycelium-bench-suspend-") as folder:
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(sandbox.aclose)
+            floor_runtime = await stack.enter_async_context(
+                Runtime(modules=[shop_module()], sandbox=sandbox, access=Access(confirm=approve))
+            )
+            floor = await stack.enter_async_context(floor_runtime.lease())
+            made = await stack.enter_async_context(stores(sandbox, Path(folder)))
+            by_name = {store.name: store for store in made}
+
+            print(
+                f"latency, {arguments.rounds} rounds after {arguments.warmup} to warm up; "
+                "10 completed calls, then the confirm call (ms)"
+            )
+            samples = await latency(floor, made, arguments.rounds, arguments.warmup)
+            latency_table(samples, made)
+
+            print(f"\nthe store alone, on the same sealed record, {arguments.store_runs} runs (ms)")
+            print(
+                f"{'store':<10} {'record B':>9} {'state B':>8} {'put p50':>8} {'put p99':>8} "
+                f"{'get+claim p50':>14} {'p99':>8}"
+            )
+            for store in made:
+                record = await sample_record(store)
+                size = len(store.suspensions.seal(record).record)
+                puts, takes = await store_share(store, record, arguments.store_runs)
+                print(
+                    f"{store.name:<10} {size:9,} {len(record.state):8,} {statistics.median(puts):8.3f} "
+                    f"{percentile(puts, 0.99):8.3f} {statistics.median(takes):14.3f} {percentile(takes, 0.99):8.3f}"
+                )
+
+            print(f"\nhost memory per suspended run, {arguments.held:,} held in the memory store (bytes)")
+            for method, (holding, after) in (await memory_per_run(by_name["memory"], arguments.held)).items():
+                print(f"{method:<12} held {holding:10,.0f}   after resuming them all {after:8,.0f}")
+
+            print(f"\nevent-loop stall: gaps of a 1 ms ticker over {arguments.stall_runs} runs each (ms)")
+            print(f"{'pass':<40} {'max':>8} {'p99':>8}")
+            for label, gaps in (await stalls(floor, made, arguments.stall_runs)).items():
+                print(f"{label:<40} {max(gaps):8.3f} {percentile(gaps, 0.99):8.3f}")
+
+    sqlite_ms = statistics.median(samples.both("sqlite"))
+    print(
+        f"\ntarget (issue 11): suspend + resume on SQLite under {TARGET_MS:.0f} ms at the median, 10 completed calls: "
+        f"{sqlite_ms:.3f} ms end to end, the calls included: {'PASS' if sqlite_ms < TARGET_MS else 'MISS'} "
+        f"(floor (a) alone: {statistics.median(samples.floor):.3f} ms)"
+    )
+    print(f"total {time.perf_counter() - started:.0f} s")
+    await asyncio.sleep(0.05)  # let Monty's threads finish before the loop ends
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a short run: fewer rounds, runs and held suspensions")
+    parser.add_argument("--rounds", type=int, help="latency rounds (default 1000; 100 with --quick)")
+    parser.add_argument("--warmup", type=int, help="rounds to warm up, not counted (default 50; 10 with --quick)")
+    parser.add_argument("--store-runs", type=int, help="runs of the store alone (default 1000; 100 with --quick)")
+    parser.add_argument("--held", type=int, help="suspensions held for the memory figure (default 1000; 200)")
+    parser.add_argument("--stall-runs", type=int, help="runs per stall pass (default 300; 50 with --quick)")
+    arguments = parser.parse_args()
+    defaults = {
+        "rounds": (1000, 100),
+        "warmup": (50, 10),
+        "store_runs": (1000, 100),
+        "held": (1000, 200),
+        "stall_runs": (300, 50),
+    }
+    for name, (full, quick) in defaults.items():
+        if getattr(arguments, name) is None:
+            setattr(arguments, name, quick if arguments.quick else full)
+    asyncio.run(main(arguments))
