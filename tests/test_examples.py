@@ -20,12 +20,17 @@ from mycelium.sandbox.monty import MontySandbox
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def test_quickstart_prints_exactly_pong() -> None:
+def output_of(example: str) -> str:
+    """What ``examples/<example>.py`` prints, run as a newcomer runs it; it must exit cleanly."""
     completed = subprocess.run(
-        [sys.executable, str(EXAMPLES / "quickstart.py")], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, str(EXAMPLES / f"{example}.py")], capture_output=True, text=True, timeout=60, check=False
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout == '{"value":"pong"}\n'
+    return completed.stdout
+
+
+def test_quickstart_prints_exactly_pong() -> None:
+    assert output_of("quickstart") == '{"value":"pong"}\n'
 
 
 async def test_closing_the_runtime_lets_the_interpreter_exit_cleanly_every_time() -> None:
@@ -46,11 +51,7 @@ async def test_closing_the_runtime_lets_the_interpreter_exit_cleanly_every_time(
 
 
 def test_approvals_example_resumes_after_a_restart_without_adding_the_contacts_again() -> None:
-    completed = subprocess.run(
-        [sys.executable, str(EXAMPLES / "approvals.py")], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.splitlines() == [
+    assert output_of("approvals").splitlines() == [
         "model reads: Paused for approval: crm.contacts.delete needs a person to approve it before it runs",
         "person is asked: crm.contacts.delete {'id': 1}",
         "program printed: delete answered: True",
@@ -59,11 +60,7 @@ def test_approvals_example_resumes_after_a_restart_without_adding_the_contacts_a
 
 
 def test_computer_source_example_keeps_computer_a_for_the_first_lease() -> None:
-    completed = subprocess.run(
-        [sys.executable, str(EXAMPLES / "computer_source.py")], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.splitlines() == [
+    assert output_of("computer_source").splitlines() == [
         "acquired Computer A",
         'L1 revision 1: {"computer":"Computer A"}',
         "host switches to Computer B",
