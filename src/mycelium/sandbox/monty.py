@@ -1019,9 +1019,11 @@ class _Stepper:
             return snap.output
         finally:
             # Calls are the run's to stop (they may have taken effect); sleeps are only ours.
-            for call_id, task in self._running.items():
-                if call_id not in self._paths:
-                    task.cancel()
+            sleeps = [task for call_id, task in self._running.items() if call_id not in self._paths]
+            for task in sleeps:
+                task.cancel()
+            if sleeps:
+                await asyncio.wait(sleeps)
 
     async def _restore(
         self, session: Any, printed: _PrintBuffer, mount: MountDir | None, resumption: _Resumption
