@@ -234,12 +234,12 @@ async def test_calls_in_flight_settle_before_the_pause_and_reach_the_program_aft
     crm: Crm, store: SuspensionStore, placed_first: str
 ) -> None:
     released = anyio.Event()
-    settled: list[tuple[int | None, StoredSuspension | None]] = []
+    settled: list[tuple[int | None, bool]] = []
 
     async def slow(_: object, context: InvocationContext) -> str:
         await released.wait()
         # The pause waits for this call: nothing of the run is stored yet.
-        settled.append((context.operation_ordinal, await store.find(None, "t1")))
+        settled.append((context.operation_ordinal, bool(await store.find(None, "t1"))))
         return "settled"
 
     def confirm(request: ConfirmRequest) -> ConfirmAnswer:
@@ -260,7 +260,7 @@ return [first, second]
         suspension = await suspend(runtime, code)
 
         slow_ordinal = 1 if placed_first == "in-flight call" else 2
-        assert settled == [(slow_ordinal, None)]
+        assert settled == [(slow_ordinal, False)]
         assert suspension.operation_ordinal == 3 - slow_ordinal
         resumed = await runtime.resume(suspension.id, approved=True)
 
@@ -772,7 +772,7 @@ return "deleted"
     async with host(crm, store) as runtime:
         result = await execute(runtime, code)
     assert (result.suspension, result.value) == (None, "invalid"), result.text
-    assert await store.find(None, "t1") is None
+    assert not await store.find(None, "t1")
     assert crm.journal() == []
 
 
