@@ -290,12 +290,6 @@ return [made, after, await pending]
     assert sorted(entry[:3] for entry in crm.journal()) == [("create", "x", 1), ("create", "y", 2), ("delete", "1", 0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a host failure that settled while the run paused is kept as a plain RuntimeError outcome "
-    "(monty.py _Stepper._collect / _Paused), so the resumed run no longer knows it was a host failure: "
-    "_GuestRun.failure_for reports guest-exception ('fix the program ... run it again') instead of capability-failed",
-)
 async def test_a_host_failure_that_settled_during_the_pause_is_reported_as_one_after_resume(
     crm: Crm, store: SuspensionStore
 ) -> None:
@@ -435,12 +429,6 @@ async def test_an_expired_suspension_cannot_resume_and_is_purged(
     nothing_ran_after_the_pause(crm)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ExecuteTool._replayed finds only unexpired suspensions (store.find), so a tool call replayed after "
-    "its suspension expired runs the whole program again and repeats the writes made before the pause; "
-    "it should answer SuspensionFailed(expired) while the record is still stored",
-)
 async def test_a_tool_call_replayed_after_its_suspension_expired_does_not_run_the_program_again(
     crm: Crm, store: SuspensionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -847,11 +835,6 @@ async def test_a_pause_that_cannot_be_kept_refuses_the_call_and_the_run_goes_on(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ExecuteTool.resume claims (removes) the suspension before the run waits for a sandbox slot, so a "
-    "resume refused as sandbox-busy, before anything ran, loses the suspension and the person's approval",
-)
 async def test_a_resume_refused_for_want_of_a_sandbox_slot_can_be_tried_again(crm: Crm, store: SuspensionStore) -> None:
     holding, release = anyio.Event(), anyio.Event()
 

@@ -56,7 +56,7 @@ from .sandbox import Sandbox, SandboxRequest, Suspended, SuspendingSandbox, Unre
 from .sandbox.boundary import failure_from_exception, sandbox_failure_message
 from .signals import AbortController, AbortSignal
 from .suspend import StoreUnavailable, Suspension, SuspensionRecord, Suspensions, module_digests, now, paused_calls
-from .suspensions import SuspensionLimitReached
+from .suspensions import StoredSuspension, SuspensionLimitReached
 from .values import JsonTooLarge, JsonValue, NotJson, dumps_compact, json_size
 
 __all__ = [
@@ -202,8 +202,20 @@ class _Resumption:
 
     suspension_id: str
     state: bytes
-    calls: Mapping[int, tuple[InstalledOperation, JsonValue, int, Decision | None]]
-    """Sandbox call id -> (operation, input, ordinal, decision; ``None`` asks again)."""
+    calls: Mapping[int, tuple[InstalledOperation | None, JsonValue, int, Decision | None]]
+    """Sandbox call id -> (operation, or ``None`` when it is gone; input, ordinal, decision;
+    ``None`` asks again)."""
+    claim: Callable[[], Awaitable[None]] | None
+    """Takes the suspension from the store once the run holds a slot; ``None`` for a pause
+    that was never stored."""
+
+
+class _Refused(Exception):
+    """A suspension cannot resume, for ``reason``; nothing of it ran."""
+
+    def __init__(self, reason: ResumeRefusal) -> None:
+        self.reason = reason
+        super().__init__(reason)
 
 
 class _Stopped(Exception):
@@ -325,7 +337,7 @@ class ExecuteTool:
                     return await self._fail(attempt, Unknown(), exc)
                 if replayed is not None:
                     return replayed
-            return await self._run(attempt, caller_signal, None)
+            return await self._run(attempt, None, caller_signal)
 
     async def resume(
         self, suspension_id: str, *, approved: bool | None = None, signal: AbortSignal | None = None
@@ -336,7 +348,9 @@ class ExecuteTool:
         run's authority is read afresh: an approved call runs only if still granted; a
         declined one is refused, and the program handles the refusal as any other. The
         result is the run's own (or a new suspension at its next deferred decision). A
-        suspension resumes at most once; when it cannot resume, the result is a
+        suspension resumes at most once: it is claimed from the store once the run holds a
+        sandbox slot, so a resume that could not start (no slot in time, cancelled before)
+        leaves it there to try again. When it cannot resume, the result is a
         ``suspension-failed`` failure saying why, and nothing more of the run ran.
         """
         with self._hold():
@@ -344,44 +358,51 @@ class ExecuteTool:
             if suspensions is None:
                 raise ValueError("this runtime keeps no suspensions: give it Runtime(suspensions=Suspensions(...))")
             try:
-                opened = await self._claim(suspensions, suspension_id, approved)
+                checked = await self._check(suspensions, suspension_id, approved)
             except StoreUnavailable as exc:
                 return await self._fail(_Attempt(None, None, ""), Unknown(), exc)
-            if not isinstance(opened, tuple):
+            if not isinstance(checked, tuple):
                 attempt = _Attempt(None, None, "")
-                return await self._fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason=opened), None)
-            record, decision = opened
+                return await self._fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason=checked), None)
+            stored, record, decision = checked
             first, *others = record.calls
             decisions: dict[int, Decision | None] = {first.call: "approved" if decision else "declined"}
             decisions.update((call.call, None) for call in others)
-            return await self._continue(record, decisions, (), signal)
+            return await self._run(*self._rest(record, decisions, (), functools.partial(self._take, stored)), signal)
 
     async def _replayed(
         self, suspensions: Suspensions, code: str, tool_call_id: str, signal: AbortSignal | None
     ) -> ToolResult | None:
-        """The outcome for a tool call that paused before, or ``None`` when this one is new."""
-        session_id = self._services.session_id
-        stored = await suspensions.stored(lambda: suspensions.store.find(session_id, tool_call_id))
-        record = suspensions.unseal(stored) if stored is not None else None
-        if stored is None or record is None or record.code != code:
-            return None
-        if suspensions.open_decision(stored.id, stored.decision) is None:
-            suspension = record.suspension()  # still waiting: the same answer, nothing runs
-            return ToolResult(text=suspension.model_text(), is_error=False, suspension=suspension)
-        return await self.resume(stored.id, signal=signal)
+        """The outcome for a tool call that paused before, or ``None`` when this one is new.
 
-    async def _claim(
-        self, suspensions: Suspensions, suspension_id: str, approved: bool | None
-    ) -> tuple[SuspensionRecord, bool] | ResumeRefusal:
-        """Check a suspension can resume here and take it from the store; or say why not.
-
-        Everything is checked before the claim, so a suspension that cannot resume now
-        (undecided, or its operations changed) is still there afterwards.
+        A paused call of this code that has expired, or whose record fails its seal, is not
+        new either: it is refused, never run from the start again.
         """
-        store = suspensions.store
+        session_id = self._services.session_id
+        found = await suspensions.stored(lambda: suspensions.store.find(session_id, tool_call_id))
+        for stored in found:
+            record = suspensions.unseal(stored)
+            if record is not None and record.code != code:
+                continue  # another program under the same tool call id
+            if record is None or record.expires_at <= now():
+                return await self.resume(stored.id, signal=signal)  # refused as tampered or expired
+            if suspensions.open_decision(stored.id, stored.decision) is None and stored.decision is None:
+                suspension = record.suspension()  # still waiting: the same answer, nothing runs
+                return ToolResult(text=suspension.model_text(), is_error=False, suspension=suspension)
+            return await self.resume(stored.id, signal=signal)
+        return None
+
+    async def _check(
+        self, suspensions: Suspensions, suspension_id: str, approved: bool | None
+    ) -> tuple[StoredSuspension, SuspensionRecord, bool] | ResumeRefusal:
+        """Whether a suspension can resume here, with which decision; or why not.
+
+        Nothing changes in the store: a suspension that cannot resume now (undecided, or
+        its operations changed) is still there afterwards.
+        """
         if not isinstance(suspension_id, str):
             return "not-found"
-        stored = await suspensions.stored(lambda: store.get(suspension_id))
+        stored = await suspensions.stored(lambda: suspensions.store.get(suspension_id))
         if stored is None:
             return "not-found"
         record = suspensions.unseal(stored)
@@ -398,30 +419,32 @@ class ExecuteTool:
         digests = self._view.digests
         if any(digests.get(module_id) != digest for module_id, digest in record.modules.items()):
             return "revision-changed"
-        claimed = await suspensions.stored(lambda: store.claim(suspension_id, now=now()))
-        if claimed is None:
-            return "already-resumed"
-        if claimed.record != stored.record:
-            return "tampered"
-        return record, approved
+        return stored, record, approved
 
-    async def _continue(
+    async def _take(self, stored: StoredSuspension) -> None:
+        """Claim a checked suspension from the store, or raise why it cannot be had."""
+        suspensions = self._services.suspensions
+        assert suspensions is not None
+        claimed = await suspensions.stored(lambda: suspensions.store.claim(stored.id, now=now()))
+        if claimed is None:
+            raise _Refused("already-resumed")
+        if claimed.record != stored.record:
+            raise _Refused("tampered")
+
+    def _rest(
         self,
         record: SuspensionRecord,
         decisions: Mapping[int, Decision | None],
         logs: tuple[str, ...],
-        signal: AbortSignal | None,
-    ) -> ToolResult:
-        """Run the rest of a paused run, its deferred calls ending as ``decisions`` say."""
+        claim: Callable[[], Awaitable[None]] | None,
+    ) -> tuple[_Attempt, _Resumption]:
+        """The rest of a paused run: its deferred calls end as ``decisions`` say."""
         graph = self._view.graph
         calls = {}
         for call in record.calls:
             module = graph.module(call.module_id)
+            # The digests matched, so every call's operation is there; a missing one is refused in the run.
             target = module.operations.get(call.operation) if module is not None else None
-            if target is None:  # the digests matched, so this is a record made for another graph
-                attempt = _Attempt(record.execution_id, record.tool_call_id, record.code)
-                failure = SuspensionFailed(suspension_id=record.id, reason="revision-changed")
-                return await self._fail(attempt, failure, None)
             calls[call.call] = (target, call.arguments, call.ordinal, decisions[call.call])
         attempt = _Attempt(
             record.execution_id,
@@ -431,27 +454,44 @@ class ExecuteTool:
             spent_ms=record.spent_ms,
             first_ordinal=record.next_ordinal,
         )
-        return await self._run(attempt, signal, _Resumption(record.id, record.state, calls))
+        return attempt, _Resumption(record.id, record.state, calls, claim)
 
     async def _run(
-        self, attempt: _Attempt, caller_signal: AbortSignal | None, resumption: _Resumption | None
+        self, attempt: _Attempt, resumption: _Resumption | None, caller_signal: AbortSignal | None
     ) -> ToolResult:
+        """Run a program (or the rest of a paused one) to its result or its suspension.
+
+        A pause the store cannot keep goes on at once with its deferred calls refused; a
+        program that defers call after call goes round this loop, never deeper.
+        """
+        while True:
+            outcome = await self._run_part(attempt, resumption, caller_signal)
+            if isinstance(outcome, ToolResult):
+                return outcome
+            unavailable: dict[int, Decision | None] = {call.call: "unavailable" for call in outcome.calls}
+            attempt, resumption = self._rest(outcome, unavailable, tuple(attempt.logs), None)
+
+    async def _run_part(
+        self, attempt: _Attempt, resumption: _Resumption | None, caller_signal: AbortSignal | None
+    ) -> ToolResult | SuspensionRecord:
+        """One part of a run: its result, or the record of a pause the store did not keep."""
         controller = AbortController()
         stop_following = (
             caller_signal.add_listener(lambda _: controller.abort(_CALLER)) if caller_signal is not None else None
         )
+        deadline = attempt.started + (self._options.timeout_ms - attempt.spent_ms) / 1000
         try:
-            value = await self._supervise(attempt, controller, resumption)
+            value = await self._supervise(attempt, controller, deadline, resumption)
         except _Stopped as stopped:
             with anyio.CancelScope(shield=True):  # report what was decided even if cancelled now
                 return await self._fail(attempt, stopped.failure, stopped.cause)
         except Suspended as paused:
             with anyio.CancelScope(shield=True):  # the run is captured: keep it even if cancelled now
-                return await self._pause(attempt, paused, caller_signal)
-        except Unrestorable as exc:
+                return await self._keep(attempt, paused, deadline)
+        except (_Refused, Unrestorable) as exc:
+            reason: ResumeRefusal = exc.reason if isinstance(exc, _Refused) else "unrestorable"
             suspension_id = resumption.suspension_id if resumption is not None else ""
-            failure = SuspensionFailed(suspension_id=suspension_id, reason="unrestorable")
-            return await self._fail(attempt, failure, exc)
+            return await self._fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason=reason), exc)
         except Exception as exc:
             return await self._fail(attempt, failure_from_exception(exc), exc)
         finally:
@@ -459,8 +499,11 @@ class ExecuteTool:
                 stop_following()
         return await self._admit(value, attempt)
 
-    async def _pause(self, attempt: _Attempt, paused: Suspended, signal: AbortSignal | None) -> ToolResult:
-        """Store a paused run and answer with its suspension; when it cannot be kept, go on without it."""
+    async def _keep(self, attempt: _Attempt, paused: Suspended, deadline: float) -> ToolResult | SuspensionRecord:
+        """Store a paused run and answer with its suspension; or, when it cannot be kept, its record.
+
+        Storing is bounded by the store's timeout and by the run's own deadline.
+        """
         suspensions = self._services.suspensions
         assert suspensions is not None
         assert attempt.execution is not None
@@ -481,14 +524,20 @@ class ExecuteTool:
             calls=paused_calls(paused.deferred),
             state=paused.state,
         )
+        limit = suspensions.max_state_bytes
         try:
-            if len(record.state) > suspensions.max_state_bytes:
+            if len(record.state) > limit:  # refused before anything is hashed
                 raise SuspensionLimitReached(
-                    f"the paused run's state is {len(record.state)} bytes; the limit is {suspensions.max_state_bytes}"
+                    f"the paused run's state is {len(record.state)} bytes; the limit is {limit}"
                 )
             # Sealing hashes the whole state: megabytes of it are hashed off the event loop.
             stored = await anyio.to_thread.run_sync(suspensions.seal, record)
-            await suspensions.stored(lambda: suspensions.store.put(stored, max_per_session=suspensions.max_per_session))
+            if len(stored.record) > limit:
+                raise SuspensionLimitReached(
+                    f"the paused run's record is {len(stored.record)} bytes; the limit is {limit}"
+                )
+            put = functools.partial(suspensions.store.put, stored, max_per_session=suspensions.max_per_session)
+            await suspensions.stored(put, until=deadline)
         except (SuspensionLimitReached, StoreUnavailable) as exc:
             # Nobody can be asked to wait for this one: it is refused and the program goes on.
             logger.warning(
@@ -497,8 +546,7 @@ class ExecuteTool:
                 exc,
                 exc_info=exc.__cause__ if isinstance(exc, StoreUnavailable) else None,
             )
-            unavailable: dict[int, Decision | None] = {call.call: "unavailable" for call in record.calls}
-            return await self._continue(record, unavailable, tuple(attempt.logs), signal)
+            return record
         suspension = record.suspension()
         logger.info(
             "execute %s (tool call %s) paused at %s for a decision: suspension %s",
@@ -510,7 +558,7 @@ class ExecuteTool:
         return ToolResult(text=suspension.model_text(), is_error=False, logs=tuple(attempt.logs), suspension=suspension)
 
     async def _supervise(
-        self, attempt: _Attempt, controller: AbortController, resumption: _Resumption | None
+        self, attempt: _Attempt, controller: AbortController, deadline: float, resumption: _Resumption | None
     ) -> object:
         """Admit, dispatch and watch one run; return its value or raise what ended it.
 
@@ -520,7 +568,6 @@ class ExecuteTool:
         sandbox to settle; if it does not, the stop is unacknowledged and the backing work
         keeps its slot until it settles.
         """
-        deadline = attempt.started + (self._options.timeout_ms - attempt.spent_ms) / 1000
         work: BackingWork | None = None
         try:
             await self._wait_for_slot(attempt, controller, deadline)
@@ -571,7 +618,15 @@ class ExecuteTool:
     def _dispatch(
         self, attempt: _Attempt, controller: AbortController, deadline: float, resumption: _Resumption | None
     ) -> BackingWork:
-        """Start the program in the slot just admitted; the work owns the slot until it settles."""
+        """Start the program in the slot just admitted; the work owns the slot until it settles.
+
+        Everything that could fail happens inside the work, so the slot is always given back.
+        """
+        return self._services.slots.start(lambda: self._in_slot(attempt, controller.signal, deadline, resumption))
+
+    async def _in_slot(
+        self, attempt: _Attempt, signal: AbortSignal, deadline: float, resumption: _Resumption | None
+    ) -> JsonValue:
         services = self._services
         assert attempt.execution_id is not None
         execution = attempt.execution = Execution(
@@ -580,7 +635,7 @@ class ExecuteTool:
             execution_id=attempt.execution_id,
             tool_call_id=attempt.tool_call_id,
             session_id=services.session_id,
-            signal=controller.signal,
+            signal=signal,
             helpers=self._view.helpers,
             max_input_bytes=self._options.max_operation_input_bytes,
             max_inflight_input_bytes=self._options.max_inflight_input_bytes,
@@ -603,12 +658,19 @@ class ExecuteTool:
         )
         sandbox = services.sandbox
         if resumption is None:
-            return services.slots.start(lambda: sandbox.execute(request, controller.signal))
+            return await sandbox.execute(request, signal)
+        if any(target is None for target, *_ in resumption.calls.values()):
+            raise _Refused("revision-changed")
         assert isinstance(sandbox, SuspendingSandbox)  # only such a sandbox ever paused a run
-        pending: dict[int, Callable[[], Awaitable[JsonValue]]] = {
-            call_id: functools.partial(execution.resume_call, *call) for call_id, call in resumption.calls.items()
+        if resumption.claim is not None:
+            signal.throw_if_aborted()  # stopped before it started: the suspension stays
+            await resumption.claim()
+        pending = {
+            call_id: functools.partial(execution.resume_call, target, arguments, ordinal, decision)
+            for call_id, (target, arguments, ordinal, decision) in resumption.calls.items()
+            if target is not None
         }
-        return services.slots.start(lambda: sandbox.resume(request, resumption.state, pending, controller.signal))
+        return await sandbox.resume(request, resumption.state, pending, signal)
 
     async def _grace(self, work: BackingWork) -> bool:
         """Wait up to ``abort_grace_ms`` for aborted work to settle; whether it did."""

@@ -198,14 +198,17 @@ class Suspensions:
         elif not isinstance(self.key, bytes) or len(self.key) < 16:
             raise ValueError("Suspensions.key must be bytes, at least 16 of them")
 
-    async def stored(self, operation: Callable[[], Awaitable[T]]) -> T:
-        """Run one store operation within ``store_timeout_ms``.
+    async def stored(self, operation: Callable[[], Awaitable[T]], *, until: float | None = None) -> T:
+        """Run one store operation within ``store_timeout_ms`` (and by ``until``, on anyio's clock).
 
         Raises :class:`StoreUnavailable` for any failure of the store (its own error, or
         taking too long); :class:`~mycelium.suspensions.SuspensionLimitReached` passes through.
         """
+        within = self.store_timeout_ms / 1000
+        if until is not None:
+            within = max(0.0, min(within, until - anyio.current_time()))
         try:
-            with anyio.fail_after(self.store_timeout_ms / 1000):
+            with anyio.fail_after(within):
                 return await operation()
         except SuspensionLimitReached:
             raise

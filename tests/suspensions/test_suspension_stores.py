@@ -29,6 +29,7 @@ from mycelium.suspensions import (
     SuspensionLimitReached,
     SuspensionStore,
 )
+from mycelium.suspensions.store import MAX_FOUND
 
 from .store_worker import encode, open_store
 
@@ -98,15 +99,17 @@ async def test_a_claim_returns_the_suspension_and_removes_it(store: SuspensionSt
     assert await store.claim(stored.id, now=time.time()) == stored
     assert await store.claim(stored.id, now=time.time()) is None
     assert await store.get(stored.id) is None
-    assert await store.find("session-1", "call-1") is None
+    assert await store.find("session-1", "call-1") == []
 
 
-async def test_an_expired_suspension_is_never_claimed_nor_found(store: SuspensionStore) -> None:
+async def test_an_expired_suspension_is_never_claimed_but_still_found_until_purged(store: SuspensionStore) -> None:
     expired = suspension("expired", expires_in=EXPIRED)
     await store.put(expired, max_per_session=5)
     assert await store.get("expired") == expired  # get still reports it
-    assert await store.find("session-1", "call-1") is None
+    assert await store.find("session-1", "call-1") == [expired]  # so a replay of its call is refused, not rerun
     assert await store.claim("expired", now=time.time()) is None
+    await store.purge_expired(now=time.time())
+    assert await store.find("session-1", "call-1") == []
 
 
 async def test_a_suspension_expires_at_its_expiry_time(store: SuspensionStore) -> None:
@@ -117,23 +120,26 @@ async def test_a_suspension_expires_at_its_expiry_time(store: SuspensionStore) -
     assert await store.claim(stored.id, now=stored.expires_at - 1) == stored
 
 
-async def test_find_gives_the_newest_unexpired_suspension_of_the_call(store: SuspensionStore) -> None:
+async def test_find_gives_the_suspensions_of_one_call_newest_first(store: SuspensionStore) -> None:
     for stored in (
+        suspension("expired", expires_in=EXPIRED),
         suspension("older"),
         suspension("newer"),
         suspension("other-call", call="call-2"),
         suspension("other-session", session="session-2"),
-        suspension("expired", expires_in=EXPIRED),
     ):
         await store.put(stored, max_per_session=5)
-    found = await store.find("session-1", "call-1")
-    assert found is not None
-    assert found.id == "newer"
+    assert [found.id for found in await store.find("session-1", "call-1")] == ["newer", "older", "expired"]
     await store.claim("newer", now=time.time())
+    assert [found.id for found in await store.find("session-1", "call-1")] == ["older", "expired"]
+    assert await store.find("session-3", "call-1") == []
+
+
+async def test_find_gives_at_most_max_found(store: SuspensionStore) -> None:
+    for number in range(MAX_FOUND + 3):
+        await store.put(suspension(f"s{number:02}"), max_per_session=MAX_FOUND + 3)
     found = await store.find("session-1", "call-1")
-    assert found is not None
-    assert found.id == "older"
-    assert await store.find("session-3", "call-1") is None
+    assert [stored.id for stored in found] == [f"s{number:02}" for number in range(MAX_FOUND + 2, 2, -1)]
 
 
 async def test_no_session_is_apart_from_every_real_session(store: SuspensionStore) -> None:
@@ -141,12 +147,8 @@ async def test_no_session_is_apart_from_every_real_session(store: SuspensionStor
     await store.put(suspension("real", session="None"), max_per_session=1)  # not full: the other is sessionless
     with pytest.raises(SuspensionLimitReached):
         await store.put(suspension("none-2", session=None), max_per_session=1)
-    found = await store.find(None, "call-1")
-    assert found is not None
-    assert (found.id, found.session_id) == ("none", None)
-    found = await store.find("None", "call-1")
-    assert found is not None
-    assert found.id == "real"
+    assert [(found.id, found.session_id) for found in await store.find(None, "call-1")] == [("none", None)]
+    assert [found.id for found in await store.find("None", "call-1")] == ["real"]
 
 
 async def test_a_suspension_is_decided_once(store: SuspensionStore) -> None:
@@ -263,7 +265,7 @@ async def test_a_suspension_stored_by_one_process_is_read_by_another(shared: dic
     await anyio.run_process([sys.executable, WORKER, "put", json.dumps(shared), encode(stored)], stderr=None)
     async with aclosing(open_store(shared)) as store:
         assert await store.get(stored.id) == stored
-        assert await store.find(None, "call-1") == stored
+        assert await store.find(None, "call-1") == [stored]
 
 
 async def test_puts_racing_from_two_stores_never_pass_the_bound(shared: dict[str, str]) -> None:

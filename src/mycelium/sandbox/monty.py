@@ -259,6 +259,7 @@ class MontySandbox:
         stepped = request.suspendable or resumption is not None
         guest = self._guest_modules(request, type_check)
         run = _GuestRun(request, self._max_calls, self._max_in_flight)
+        stepper = _Stepper(run, guest, self._sleep_max, self._total_sleep) if stepped else None
         printed = _PrintBuffer(self._max_print)
         # Driven step by step, each call also costs Monty a step to deliver its outcome.
         steps = self._max_calls * (2 if stepped else 1)
@@ -290,8 +291,7 @@ class MontySandbox:
                 try:
                     if type_check:
                         await self._check_types(session, guest, request.code, signal)
-                    if stepped:
-                        stepper = _Stepper(run, guest, self._sleep_max, self._total_sleep)
+                    if stepper is not None:
                         feed = stepper.drive(session, guest.program(request.code), printed, mount, resumption)
                     else:
                         feed = session.feed_run(
@@ -300,6 +300,8 @@ class MontySandbox:
                     value = await _until_stopped(feed, signal, worker=run.worker)
                     result = run.result(value, request.max_result_bytes)
                     await _until_stopped(run.finish_started(printed), signal)
+                    if stepper is not None:
+                        stepper.note_undecided(printed)
                     completed = True
                 except MontyError as exc:
                     failure = run.failure_for(exc)
@@ -764,6 +766,10 @@ class _GuestRun:
         self._max_input = request.max_input_bytes
         self._timeout_ms = request.timeout_ms
         self.calls: list[_Call] = []
+        # What a paused run's earlier parts did: their calls count towards the limit, and a
+        # host failure they settled is still reported as one.
+        self.earlier_calls = 0
+        self.earlier_failures: list[OperationFailed] = []
         self.worker: _Worker | None = None
         # Monty places calls from a thread of its own, so placing and closing take turns.
         self._placing = threading.Lock()
@@ -775,7 +781,7 @@ class _GuestRun:
 
     def place(self, leaf: Leaf, args: tuple[object, ...], kwargs: Mapping[str, object]) -> _Call:
         """Place one call of ``leaf`` and own it; raise what the guest gets for a call refused before placing."""
-        if len(self.calls) >= self._max_calls:
+        if len(self.calls) + self.earlier_calls >= self._max_calls:
             raise RuntimeError(f"this run made more than {self._max_calls} operation calls")
         if self.worker is not None:
             self.worker.seen()
@@ -863,6 +869,10 @@ class _GuestRun:
             raise SandboxError(InvalidResult(reason=str(exc))) from None
         return value  # type: ignore[return-value]  # json_size proved it is JSON
 
+    def host_failures(self) -> list[OperationFailed]:
+        """Every host failure a call of this run settled with, its earlier parts' included."""
+        return [call.failure for call in self.calls if call.failure is not None] + self.earlier_failures
+
     def _called(self) -> str:
         # Monty numbers its futures among all suspensions (imports, sleeps), so the
         # placeholder cannot say which call it was: name the operations this run called.
@@ -893,10 +903,10 @@ class _GuestRun:
             # Clipped before anything reads it: a guest's message may be megabytes long.
             message = _clip(str(inner))
             type_name = type(inner).__name__
-            for call in self.calls:
+            for failure in self.host_failures():
                 # Our own message, unique by its reference, came back out: nobody handled it.
-                if call.failure is not None and type(inner) is RuntimeError and message == str(call.failure):
-                    return call.failure
+                if type(inner) is RuntimeError and message == str(failure):
+                    return failure
             if type(inner) is RuntimeError and message.startswith(_MONTY_LIMITATION):
                 # Not a fault of the host: something the sandbox's Python does not support.
                 type_name = "NotImplementedError"
@@ -923,6 +933,10 @@ class _Paused(NamedTuple):
     deferred: dict[int, str]
     slept: float
     """Seconds the program has slept so far: its sleep budget is the whole run's."""
+    calls_made: int
+    """Operation calls placed so far, the deferred ones included: the limit is the whole run's."""
+    failures: list[OperationFailed]
+    """The host failures calls settled with so far, to report one the program leaves unhandled."""
 
     def pack(self) -> bytes:
         header = json.dumps(
@@ -931,6 +945,8 @@ class _Paused(NamedTuple):
                 "ready": list(self.ready.items()),
                 "deferred": list(self.deferred.items()),
                 "slept": self.slept,
+                "calls_made": self.calls_made,
+                "failures": [[f.module, f.operation, f.path, f.reference] for f in self.failures],
             },
             separators=(",", ":"),
             allow_nan=False,
@@ -951,11 +967,16 @@ class _Paused(NamedTuple):
             ready = {int(call_id): _settled_form(outcome) for call_id, outcome in header["ready"]}
             deferred = {int(call_id): str(path) for call_id, path in header["deferred"]}
             slept = float(header["slept"])
+            calls_made = int(header["calls_made"])
+            failures = [
+                OperationFailed(module=module, operation=operation, path=path, reference=reference)
+                for module, operation, path, reference in header["failures"]
+            ]
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise Unrestorable(f"the paused run's state cannot be read: {exc}") from None
         if not deferred or len(state) <= end:
             raise Unrestorable("the paused run's state is incomplete")
-        return cls(state[end:], ready, deferred, slept)
+        return cls(state[end:], ready, deferred, slept, calls_made, failures)
 
 
 class _Resumption(NamedTuple):
@@ -1035,6 +1056,8 @@ class _Stepper:
             raise Unrestorable(f"Monty could not restore the paused run: {type(exc).__name__}") from None
         self._ready.update(paused.ready)
         self._slept = paused.slept
+        self._run.earlier_calls = paused.calls_made - len(paused.deferred)  # those are placed again now
+        self._run.earlier_failures = paused.failures
         for call_id, path in paused.deferred.items():
             self._start(call_id, self._run.track(path, resumption.pending[call_id]()))
         return snap
@@ -1113,6 +1136,16 @@ class _Stepper:
             else:
                 self._ready[call_id] = {"return_value": task.result()}
 
+    def note_undecided(self, printed: _PrintBuffer) -> None:
+        """Say which deferred calls a finished program never awaited: they did not run."""
+        self._collect()
+        if self._deferred:
+            paths = ", ".join(sorted({self._paths[call_id] for call_id in self._deferred}))
+            printed.note(
+                f"{paths}: needed a person's decision, but the program ended without awaiting it, "
+                "and a run that has ended cannot wait for one: it did not run"
+            )
+
     async def _pause(self, snap: Any) -> Suspended:
         """Let every call still running settle, then capture the run."""
         if self._running:
@@ -1123,7 +1156,9 @@ class _Stepper:
         deferred = {call_id: self._paths[call_id] for call_id, _ in order}
         # A big heap takes a while to serialise: not on the event loop.
         snapshot = await anyio.to_thread.run_sync(snap.dump)
-        paused = _Paused(snapshot, self._ready, deferred, self._slept)
+        run = self._run
+        made = len(run.calls) + run.earlier_calls
+        paused = _Paused(snapshot, self._ready, deferred, self._slept, made, run.host_failures())
         return Suspended(paused.pack(), dict(order))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from .store import StoredSuspension, SuspensionLimitReached
+from .store import MAX_FOUND, StoredSuspension, SuspensionLimitReached
 
 __all__ = ["MemorySuspensions"]
 
@@ -36,13 +36,14 @@ class MemorySuspensions:
         """The suspension, expired or not, if it is held."""
         return self._held.get(suspension_id)
 
-    async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
-        """The newest unexpired suspension of this session's tool call."""
-        now = time.time()
-        for known in reversed(self._held.values()):
-            if known.session_id == session_id and known.tool_call_id == tool_call_id and known.expires_at > now:
-                return known
-        return None
+    async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
+        """This session's suspensions of the tool call, newest first, expired ones too."""
+        found = [
+            known
+            for known in reversed(self._held.values())
+            if known.session_id == session_id and known.tool_call_id == tool_call_id
+        ]
+        return found[:MAX_FOUND]
 
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
         """Set the decision of an unexpired, undecided suspension."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .store import COLUMNS, StoredSuspension, SuspensionLimitReached, from_row, to_row
+from .store import COLUMNS, MAX_FOUND, StoredSuspension, SuspensionLimitReached, from_row, to_row
 
 if TYPE_CHECKING:
     import asyncpg
@@ -79,15 +79,17 @@ class PostgresSuspensions:
         """The suspension, expired or not, if it is stored."""
         return await self._one(f"SELECT {COLUMNS} FROM {self._table} WHERE id = $1", suspension_id)
 
-    async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
-        """The newest unexpired suspension of this session's tool call."""
-        return await self._one(
-            f"SELECT {COLUMNS} FROM {self._table} WHERE session = $1 AND tool_call_id = $2 AND expires_at > $3"
-            " ORDER BY stored DESC LIMIT 1",
+    async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
+        """This session's suspensions of the tool call, newest first, expired ones too."""
+        pool = await self._connected()
+        rows = await pool.fetch(
+            f"SELECT {COLUMNS} FROM {self._table} WHERE session = $1 AND tool_call_id = $2"
+            " ORDER BY stored DESC LIMIT $3",
             session_id or "",
             tool_call_id,
-            time.time(),
+            MAX_FOUND,
         )
+        return [from_row(row) for row in rows]
 
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
         """Set the decision of an unexpired, undecided suspension with one conditional update."""

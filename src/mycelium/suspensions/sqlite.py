@@ -11,12 +11,14 @@ from typing import TypeVar
 
 import anyio.to_thread
 
-from .store import COLUMNS, StoredSuspension, SuspensionLimitReached, from_row, to_row
+from .store import COLUMNS, MAX_FOUND, StoredSuspension, SuspensionLimitReached, from_row, to_row
 
 __all__ = ["SqliteSuspensions"]
 
 T = TypeVar("T")
 
+# Below the runtime's default store_timeout_ms (10 s): a locked file is reported by SQLite first.
+_BUSY_TIMEOUT_S = 5
 # A run without a session is stored under the empty string: real session ids are never empty.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS suspensions (
@@ -70,13 +72,16 @@ class SqliteSuspensions:
         """The suspension, expired or not, if it is stored."""
         return await self._one(f"SELECT {COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,))
 
-    async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
-        """The newest unexpired suspension of this session's tool call."""
-        return await self._one(
-            f"SELECT {COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ? AND expires_at > ?"
-            " ORDER BY rowid DESC LIMIT 1",  # a new row's rowid is above every stored one
-            (session_id or "", tool_call_id, time.time()),
+    async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
+        """This session's suspensions of the tool call, newest first, expired ones too."""
+        rows = await self._run(
+            lambda db: db.execute(
+                f"SELECT {COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ?"
+                " ORDER BY rowid DESC LIMIT ?",  # a new row's rowid is above every stored one
+                (session_id or "", tool_call_id, MAX_FOUND),
+            ).fetchall()
         )
+        return [from_row(row) for row in rows]
 
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
         """Set the decision of an unexpired, undecided suspension with one conditional update."""
@@ -127,11 +132,13 @@ class SqliteSuspensions:
                     self._db = self._open()
                 return work(self._db)
 
-        return await anyio.to_thread.run_sync(run)
+        # A caller that stops waiting (the runtime's store_timeout_ms) is let go at once; the
+        # statement still finishes in its thread, holding the file until it does.
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
 
     def _open(self) -> sqlite3.Connection:
         # Autocommit unless a transaction is begun explicitly; wait up to 10 s for another process's write.
-        db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=10)
+        db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_S)
         try:
             _use_wal(db)
             db.executescript(_SCHEMA)

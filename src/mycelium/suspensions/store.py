@@ -14,7 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["COLUMNS", "StoredSuspension", "SuspensionLimitReached", "SuspensionStore", "from_row", "to_row"]
+__all__ = [
+    "COLUMNS",
+    "MAX_FOUND",
+    "StoredSuspension",
+    "SuspensionLimitReached",
+    "SuspensionStore",
+    "from_row",
+    "to_row",
+]
+
+
+MAX_FOUND = 16
+"""The most suspensions :meth:`SuspensionStore.find` returns for one tool call."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +73,9 @@ class SuspensionStore(Protocol):
         """The stored suspension, expired or not, or ``None`` when there is none (or it was claimed)."""
         ...
 
-    async def find(self, session_id: str | None, tool_call_id: str) -> StoredSuspension | None:
-        """The unexpired suspension of this session's tool call, or ``None``. The newest if several."""
+    async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
+        """This session's suspensions of one tool call, newest stored first, expired ones too
+        (until they are purged); at most :data:`MAX_FOUND` of them."""
         ...
 
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
