@@ -81,6 +81,8 @@ EXECUTE_INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# Hashing this much takes well under a millisecond: not worth a trip to a worker thread.
+_SEAL_ON_LOOP_BYTES = 256 * 1024
 _PROGRAM_FAULTS = frozenset({"syntax", "guest-exception", "invalid-result", "result-too-large", "invalid-arguments"})
 _MAX_DESCRIPTION_CHARS = 8_192
 _MAX_INLINE_STUB_CHARS = 4_096
@@ -530,8 +532,11 @@ class ExecuteTool:
                 raise SuspensionLimitReached(
                     f"the paused run's state is {len(record.state)} bytes; the limit is {limit}"
                 )
-            # Sealing hashes the whole state: megabytes of it are hashed off the event loop.
-            stored = await anyio.to_thread.run_sync(suspensions.seal, record)
+            # Sealing hashes the whole state: a large one is hashed off the event loop.
+            if len(record.state) > _SEAL_ON_LOOP_BYTES:
+                stored = await anyio.to_thread.run_sync(suspensions.seal, record)
+            else:
+                stored = suspensions.seal(record)
             if len(stored.record) > limit:
                 raise SuspensionLimitReached(
                     f"the paused run's record is {len(stored.record)} bytes; the limit is {limit}"
