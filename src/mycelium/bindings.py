@@ -222,7 +222,11 @@ class Execution:
         unavailable one is refused. ``None`` asks the host again (a call deferred beside
         the one decided), which may defer it again.
         """
-        return self._guest_form(target, raw, ordinal, self._admit_input(target, raw), decision)
+        # Admitted when it was first placed; the record it was kept in bounds it, so it is only counted.
+        size = json_size(raw) if self._max_inflight is not None else 0
+        with self._inflight_lock:
+            self._inflight += size
+        return self._guest_form(target, raw, ordinal, size, decision)
 
     def _admit_input(self, target: InstalledOperation, raw: JsonValue) -> int:
         if self._max_input is None and self._max_inflight is None:

@@ -207,7 +207,7 @@ class _Resumption:
     calls: Mapping[int, tuple[InstalledOperation | None, JsonValue, int, Decision | None]]
     """Sandbox call id -> (operation, or ``None`` when it is gone; input, ordinal, decision;
     ``None`` asks again)."""
-    claim: Callable[[], Awaitable[None]] | None
+    claim: Callable[[AbortSignal], Awaitable[None]] | None
     """Takes the suspension from the store once the run holds a slot; ``None`` for a pause
     that was never stored."""
 
@@ -423,8 +423,11 @@ class ExecuteTool:
             return "revision-changed"
         return stored, record, approved
 
-    async def _take(self, stored: StoredSuspension) -> None:
-        """Claim a checked suspension from the store, or raise why it cannot be had."""
+    async def _take(self, stored: StoredSuspension, signal: AbortSignal) -> None:
+        """Claim a checked suspension from the store, or raise why it cannot be had.
+
+        A run stopped while the claim was under way gives the suspension back: nothing of it ran.
+        """
         suspensions = self._services.suspensions
         assert suspensions is not None
         claimed = await suspensions.stored(lambda: suspensions.store.claim(stored.id, now=now()))
@@ -432,15 +435,25 @@ class ExecuteTool:
             raise _Refused("already-resumed")
         if claimed.record != stored.record:
             raise _Refused("tampered")
+        if signal.aborted:
+            # Its own place, so the session's bound cannot refuse it.
+            back = functools.partial(suspensions.store.put, claimed, max_per_session=suspensions.max_per_session + 1)
+            with anyio.CancelScope(shield=True):
+                await suspensions.stored(back)
+            signal.throw_if_aborted()
 
     def _rest(
         self,
         record: SuspensionRecord,
         decisions: Mapping[int, Decision | None],
         logs: tuple[str, ...],
-        claim: Callable[[], Awaitable[None]] | None,
+        claim: Callable[[AbortSignal], Awaitable[None]] | None,
+        spent_ms: int | None = None,
     ) -> tuple[_Attempt, _Resumption]:
-        """The rest of a paused run: its deferred calls end as ``decisions`` say."""
+        """The rest of a paused run: its deferred calls end as ``decisions`` say.
+
+        ``spent_ms`` is the run time used so far, when it is more than the record says.
+        """
         graph = self._view.graph
         calls = {}
         for call in record.calls:
@@ -453,7 +466,7 @@ class ExecuteTool:
             record.tool_call_id,
             record.code,
             logs=list(logs),
-            spent_ms=record.spent_ms,
+            spent_ms=record.spent_ms if spent_ms is None else spent_ms,
             first_ordinal=record.next_ordinal,
         )
         return attempt, _Resumption(record.id, record.state, calls, claim)
@@ -471,7 +484,9 @@ class ExecuteTool:
             if isinstance(outcome, ToolResult):
                 return outcome
             unavailable: dict[int, Decision | None] = {call.call: "unavailable" for call in outcome.calls}
-            attempt, resumption = self._rest(outcome, unavailable, tuple(attempt.logs), None)
+            # The time spent trying to store the pause is the run's too.
+            spent = attempt.spent_ms + round((anyio.current_time() - attempt.started) * 1000)
+            attempt, resumption = self._rest(outcome, unavailable, tuple(attempt.logs), None, spent)
 
     async def _run_part(
         self, attempt: _Attempt, resumption: _Resumption | None, caller_signal: AbortSignal | None
@@ -598,11 +613,17 @@ class ExecuteTool:
             if by_caller:
                 raise _Stopped(Cancelled(acknowledged=acknowledged))
             raise _Stopped(DeadlineExceeded(timeout_ms=self._options.timeout_ms, acknowledged=acknowledged))
-        if isinstance(work.error, Exception):
-            raise work.error
-        if work.error is not None:
-            # An adapter's own cancellation or exit is not the caller's: it is foreign.
-            raise _Stopped(Unknown(), cause=work.error)
+        # Taken out of the work: the error's traceback holds the frame that holds the work, a
+        # cycle that would keep a paused state alive until a full garbage collection.
+        error, work.error = work.error, None
+        try:
+            if isinstance(error, Exception):
+                raise error
+            if error is not None:
+                # An adapter's own cancellation or exit is not the caller's: it is foreign.
+                raise _Stopped(Unknown(), cause=error)
+        finally:
+            error = None  # nor may this frame, which the traceback keeps, hold the error
         return work.value
 
     async def _wait_for_slot(self, attempt: _Attempt, controller: AbortController, deadline: float) -> None:
@@ -669,7 +690,7 @@ class ExecuteTool:
         assert isinstance(sandbox, SuspendingSandbox)  # only such a sandbox ever paused a run
         if resumption.claim is not None:
             signal.throw_if_aborted()  # stopped before it started: the suspension stays
-            await resumption.claim()
+            await resumption.claim(signal)
         pending = {
             call_id: functools.partial(execution.resume_call, target, arguments, ordinal, decision)
             for call_id, (target, arguments, ordinal, decision) in resumption.calls.items()

@@ -608,6 +608,18 @@ class _Call:
         if self._waiter is not None:
             self._waiter.set()
 
+    def start(self) -> asyncio.Task[Any]:
+        """Drive the call in a task of its own (a stepped run does; Monty drives a fed run's calls)."""
+        task = self.task = asyncio.get_running_loop().create_task(self.coroutine)
+        task.add_done_callback(self._started_or_not)
+        return task
+
+    def _started_or_not(self, task: asyncio.Task[Any]) -> None:
+        # A task cancelled before its first step never ran the call: close what it wraps, and settle.
+        if not self.settled:
+            _close(self.pending)
+            self._settle()
+
     async def finish(self) -> None:
         """Let a call the program never awaited run to its end (its outcome is not shown)."""
         if self.settled:
@@ -1074,8 +1086,7 @@ class _Stepper:
         return {"future": ...}
 
     def _start(self, call_id: int, call: _Call) -> None:
-        call.task = asyncio.get_running_loop().create_task(call.coroutine)
-        self._running[call_id] = call.task
+        self._running[call_id] = call.start()
         self._paths[call_id] = call.path
 
     def _sleep_for(self, args: tuple[object, ...]) -> float | _Outcome:
