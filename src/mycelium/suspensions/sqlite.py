@@ -17,8 +17,6 @@ __all__ = ["SqliteSuspensions"]
 
 T = TypeVar("T")
 
-# Below the runtime's default store_timeout_ms (10 s): a locked file is reported by SQLite first.
-_BUSY_TIMEOUT_S = 5
 # A run without a session is stored under the empty string: real session ids are never empty.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS suspensions (
@@ -39,12 +37,21 @@ class SqliteSuspensions:
     The file and its table are made on first use; the folder must exist. Each answer is
     one statement or one ``BEGIN IMMEDIATE`` transaction, so it is atomic across
     processes too, and runs in a worker thread so a busy file never holds the event loop.
+
+    A change, once sent, is always waited for: a write given up on could still land after
+    the runtime decided it had not (a pause refused, then stored after all). Another
+    process holding the file makes a change wait at most ``busy_timeout_ms`` (5 s), which
+    should stay below the runtime's ``Suspensions.store_timeout_ms``; a read is given up
+    on as soon as the runtime stops waiting.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 5_000) -> None:
         self._path = Path(path)
         if not self._path.parent.is_dir():
             raise ValueError(f"cannot keep suspensions in {str(self._path)!r}: its folder does not exist")
+        if type(busy_timeout_ms) is not int or busy_timeout_ms < 0:
+            raise ValueError(f"SqliteSuspensions busy_timeout_ms must be an int of at least 0, got {busy_timeout_ms!r}")
+        self._busy_timeout_s = busy_timeout_ms / 1000
         self._lock = threading.Lock()  # one connection, used by one thread at a time
         self._db: sqlite3.Connection | None = None
         self._closed = False
@@ -70,7 +77,7 @@ class SqliteSuspensions:
 
     async def get(self, suspension_id: str) -> StoredSuspension | None:
         """The suspension, expired or not, if it is stored."""
-        return await self._one(f"SELECT {COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,))
+        return await self._one(f"SELECT {COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,), read=True)
 
     async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
         """This session's suspensions of the tool call, newest first, expired ones too."""
@@ -79,7 +86,8 @@ class SqliteSuspensions:
                 f"SELECT {COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ?"
                 " ORDER BY rowid DESC LIMIT ?",  # a new row's rowid is above every stored one
                 (session_id or "", tool_call_id, MAX_FOUND),
-            ).fetchall()
+            ).fetchall(),
+            read=True,
         )
         return [from_row(row) for row in rows]
 
@@ -98,7 +106,9 @@ class SqliteSuspensions:
     async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
         """Remove and return the suspension if it is stored and unexpired, in one statement."""
         return await self._one(
-            f"DELETE FROM suspensions WHERE id = ? AND expires_at > ? RETURNING {COLUMNS}", (suspension_id, now)
+            f"DELETE FROM suspensions WHERE id = ? AND expires_at > ? RETURNING {COLUMNS}",
+            (suspension_id, now),
+            read=False,
         )
 
     async def purge_expired(self, *, now: float) -> int:
@@ -117,13 +127,13 @@ class SqliteSuspensions:
 
         await anyio.to_thread.run_sync(close)
 
-    async def _one(self, sql: str, parameters: tuple[object, ...]) -> StoredSuspension | None:
-        row = await self._run(lambda db: db.execute(sql, parameters).fetchone())
+    async def _one(self, sql: str, parameters: tuple[object, ...], *, read: bool) -> StoredSuspension | None:
+        row = await self._run(lambda db: db.execute(sql, parameters).fetchone(), read=read)
         if row is None:
             return None
         return from_row(row)
 
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def _run(self, work: Callable[[sqlite3.Connection], T], *, read: bool = False) -> T:
         def run() -> T:
             with self._lock:
                 if self._closed:
@@ -132,13 +142,13 @@ class SqliteSuspensions:
                     self._db = self._open()
                 return work(self._db)
 
-        # A caller that stops waiting (the runtime's store_timeout_ms) is let go at once; the
-        # statement still finishes in its thread, holding the file until it does.
-        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        # A read's caller that stops waiting is let go at once (the read finishes in its thread
+        # for nobody); a change is waited for, so its caller knows whether it happened.
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=read)
 
     def _open(self) -> sqlite3.Connection:
         # Autocommit unless a transaction is begun explicitly; wait up to 10 s for another process's write.
-        db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_S)
+        db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=self._busy_timeout_s)
         try:
             _use_wal(db)
             db.executescript(_SCHEMA)
