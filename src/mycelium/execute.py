@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from .access import Decision
+from .access import Decision, DecisionDeferred
 from .admission import AdmissionPolicy, BackingWork, SandboxSlots, can_suspend
 from .bindings import BindingCallback, Execution, Invoker
 from .discovery import (
@@ -497,14 +497,16 @@ class ExecuteTool:
             caller_signal.add_listener(lambda _: controller.abort(_CALLER)) if caller_signal is not None else None
         )
         deadline = attempt.started + (self._options.timeout_ms - attempt.spent_ms) / 1000
+        paused: tuple[bytes, Mapping[int, DecisionDeferred]] | None = None
         try:
             value = await self._supervise(attempt, controller, deadline, resumption)
         except _Stopped as stopped:
             with anyio.CancelScope(shield=True):  # report what was decided even if cancelled now
                 return await self._fail(attempt, stopped.failure, stopped.cause)
-        except Suspended as paused:
-            with anyio.CancelScope(shield=True):  # the run is captured: keep it even if cancelled now
-                return await self._keep(attempt, paused, deadline)
+        except Suspended as suspended:
+            # Kept outside this handler: an error while storing must not carry the paused
+            # run (and its state) along as its context, into logs that outlive it.
+            paused = (suspended.state, suspended.deferred)
         except (_Refused, Unrestorable) as exc:
             reason: ResumeRefusal = exc.reason if isinstance(exc, _Refused) else "unrestorable"
             suspension_id = resumption.suspension_id if resumption is not None else ""
@@ -514,9 +516,14 @@ class ExecuteTool:
         finally:
             if stop_following is not None:
                 stop_following()
+        if paused is not None:
+            with anyio.CancelScope(shield=True):  # the run is captured: keep it even if cancelled now
+                return await self._keep(attempt, *paused, deadline)
         return await self._admit(value, attempt)
 
-    async def _keep(self, attempt: _Attempt, paused: Suspended, deadline: float) -> ToolResult | SuspensionRecord:
+    async def _keep(
+        self, attempt: _Attempt, state: bytes, deferred: Mapping[int, DecisionDeferred], deadline: float
+    ) -> ToolResult | SuspensionRecord:
         """Store a paused run and answer with its suspension; or, when it cannot be kept, its record.
 
         Storing is bounded by the store's timeout and by the run's own deadline.
@@ -538,8 +545,8 @@ class ExecuteTool:
             next_ordinal=attempt.execution.next_ordinal,
             sources=self._view.sources,
             modules=self._view.digests,
-            calls=paused_calls(paused.deferred),
-            state=paused.state,
+            calls=paused_calls(deferred),
+            state=state,
         )
         limit = suspensions.max_state_bytes
         try:
@@ -563,7 +570,7 @@ class ExecuteTool:
             logger.warning(
                 "execute %s could not pause (%s); its deferred calls are refused",
                 record.execution_id,
-                exc,
+                str(exc),
                 exc_info=exc.__cause__ if isinstance(exc, StoreUnavailable) else None,
             )
             return record
