@@ -336,6 +336,22 @@ async def test_a_tool_call_replayed_after_its_run_resumed_runs_nothing_again(crm
     assert again.suspension is None
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="SuspensionStore.find returns only the newest MAX_FOUND (16) suspensions of a tool call, whatever "
+    "their code: 16 other programs paused under the same tool call id hide the first, whose replay then "
+    "runs it again from the start",
+)
+async def test_a_tool_call_id_reused_many_times_does_not_hide_the_first_suspension(crm: Crm) -> None:
+    async with MontySandbox() as sandbox, runtime(crm, sandbox) as host:
+        first = await suspend(host)
+        for other in range(16):
+            await suspend(host, f"return await crm.delete(id={100 + other})")
+        assert await host.decide(first.id, approved=True)
+        replayed = await execute(host)
+    assert crm.writes() == FINISHED, replayed.text
+
+
 # -- attacks that failed (most were findings, fixed in 5b38911 .. 201ddf8) ------------------
 
 
