@@ -94,12 +94,14 @@ class Invoker:
         """
         op = target.operation
         stage: Stage = "access"
+        deferring = False
         try:
             try:
                 refusal = await self._gate.check(target, context, raw, may_defer=may_defer, decided=decided)
             except DecisionDeferred:
                 stage = "decode"
-                op.decode_input(raw)
+                op.decode_input(raw)  # a SchemaViolation here is the caller's, as for any call
+                deferring = True
                 raise
             if refusal is not None:
                 return refusal
@@ -109,9 +111,10 @@ class Invoker:
             result = await op.call(decoded, context)
             stage = "encode"
             return op.encode_output(result)
-        except DecisionDeferred:
-            raise
         except Exception as exc:
+            if deferring:  # the gate's deferral, for a valid input: the run pauses here
+                raise
+            # A DecisionDeferred raised by the host's own code is a failure like any other.
             caught = exc
         # Raised outside the handler so the host exception is not the error's __context__:
         # the error may travel towards a guest, the evidence may not.

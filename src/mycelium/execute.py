@@ -383,7 +383,7 @@ class ExecuteTool:
         session_id = self._services.session_id
         found = await suspensions.stored(lambda: suspensions.store.find(session_id, tool_call_id))
         for stored in found:
-            record = suspensions.unseal(stored)
+            record = await _unsealed(suspensions, stored)
             if record is not None and record.code != code:
                 continue  # another program under the same tool call id
             if record is None or record.expires_at <= now():
@@ -407,17 +407,22 @@ class ExecuteTool:
         stored = await suspensions.stored(lambda: suspensions.store.get(suspension_id))
         if stored is None:
             return "not-found"
-        record = suspensions.unseal(stored)
+        record = await _unsealed(suspensions, stored)
         if record is None:
             return "tampered"
         if record.session_id != self._services.session_id:
             return "not-found"  # another session's suspension is not this one's to see
         if record.expires_at <= now():
             return "expired"
+        recorded = suspensions.open_decision(suspension_id, stored.decision)
+        if recorded is None and stored.decision is not None:
+            return "tampered"
         if approved is None:
-            approved = suspensions.open_decision(suspension_id, stored.decision)
-            if approved is None:
-                return "undecided" if stored.decision is None else "tampered"
+            if recorded is None:
+                return "undecided"
+            approved = recorded
+        elif recorded is not None and recorded != approved:
+            return "decided-otherwise"  # one person declined, another may not approve over it
         digests = self._view.digests
         if any(digests.get(module_id) != digest for module_id, digest in record.modules.items()):
             return "revision-changed"
@@ -565,15 +570,18 @@ class ExecuteTool:
                 )
             put = functools.partial(suspensions.store.put, stored, max_per_session=suspensions.max_per_session)
             await suspensions.stored(put, until=deadline)
-        except (SuspensionLimitReached, StoreUnavailable) as exc:
-            # Nobody can be asked to wait for this one: it is refused and the program goes on.
+        except SuspensionLimitReached as exc:
+            # Nothing was stored, and nobody can be asked to wait for this one: it is refused
+            # and the program goes on.
             logger.warning(
-                "execute %s could not pause (%s); its deferred calls are refused",
-                record.execution_id,
-                str(exc),
-                exc_info=exc.__cause__ if isinstance(exc, StoreUnavailable) else None,
+                "execute %s could not pause (%s); its deferred calls are refused", record.execution_id, str(exc)
             )
             return record
+        except StoreUnavailable as exc:
+            # Whether the store kept it is unknown (a write given up on may still land): going
+            # on could run the rest twice, once here and once on a resume. The run ends here;
+            # if the record did land, it resumes as any other.
+            return await self._fail(attempt, Unknown(), exc)
         suspension = record.suspension()
         logger.info(
             "execute %s (tool call %s) paused at %s for a decision: suspension %s",
@@ -760,6 +768,13 @@ def bounded_json(value: object, limit: int) -> str | InvalidResult | ResultTooLa
     except NotJson as exc:
         return InvalidResult(reason=str(exc))
     return dumps_compact(value)  # type: ignore[arg-type]  # json_size proved it is JSON
+
+
+async def _unsealed(suspensions: Suspensions, stored: StoredSuspension) -> SuspensionRecord | None:
+    """``stored``'s record if its seal holds; a large one is checked off the event loop."""
+    if len(stored.record) > _SEAL_ON_LOOP_BYTES:
+        return await anyio.to_thread.run_sync(suspensions.unseal, stored)
+    return suspensions.unseal(stored)
 
 
 class _BadArguments(Exception):

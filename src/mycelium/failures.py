@@ -146,7 +146,14 @@ class InvalidArguments(_FailureBase):
 
 
 ResumeRefusal: TypeAlias = Literal[
-    "not-found", "expired", "already-resumed", "tampered", "revision-changed", "undecided", "unrestorable"
+    "not-found",
+    "expired",
+    "already-resumed",
+    "tampered",
+    "revision-changed",
+    "undecided",
+    "decided-otherwise",
+    "unrestorable",
 ]
 """Why a paused run could not resume. Nothing more of the run ran in any of these cases."""
 

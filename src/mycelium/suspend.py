@@ -168,16 +168,18 @@ class Suspensions:
       store that outlives the process (every process that resumes needs the same key); a
       memory store gets a random one.
     - ``expires_after_ms``: how long a suspension waits for its decision (24 hours).
-    - ``max_per_session``: how many suspensions one session may hold at once (100). When
+    - ``max_per_session``: how many suspensions one session may hold at once (20). When
       it is full, a deferred call is refused as ``confirmation-unavailable`` and the run
-      goes on; so it is when a paused run's state is over ``max_state_bytes`` (16 MiB),
-      or when the store fails or takes longer than ``store_timeout_ms`` (10 s).
+      goes on; so it is when a paused run's state is over ``max_state_bytes`` (16 MiB).
+    - ``store_timeout_ms``: how long one store operation may take (10 s, and never past the
+      run's deadline). A store that fails or takes longer ends the run with an ``unknown``
+      failure: whether it kept the pause is not known, so the run does not go on.
     """
 
     store: SuspensionStore = field(default_factory=MemorySuspensions)
     key: bytes | None = field(default=None, repr=False)
     expires_after_ms: int = 86_400_000
-    max_per_session: int = 100
+    max_per_session: int = 20
     max_state_bytes: int = 16 * MIB
     store_timeout_ms: int = 10_000
 

@@ -1,8 +1,7 @@
 """Red team: suspend and resume attacked by a hostile guest, an injected model and a store anyone may edit.
 
-Each test is named after the rule it checks. A rule the code breaks today is marked
-``xfail(strict=True)`` with the finding as its reason, so the suite stays green and the
-mark has to go once the fix lands. The rest pin attacks that failed.
+Each test is named after the rule it checks and pins an attack that fails: most of them
+were findings of the red-team passes, fixed since.
 
 Real parts only: Monty runs the programs, suspensions live in memory, in real SQLite
 files or in the test session's PostgreSQL; "edited in the store" means changed through the
@@ -245,48 +244,10 @@ def loop_errors() -> Iterator[list[str]]:
         loop.set_exception_handler(previous)
 
 
-# -- findings: each rule below is broken today ------------------------------------------------
+# -- attacks that failed (most were findings, fixed in 5b38911 .. 201ddf8) ------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a write the runtime stopped waiting for can still land: SqliteSuspensions waits for the statement "
-    "but anyio then raises the expired timeout (store_timeout_ms or the run's deadline, whichever is first) "
-    "and drops its result, so a put that committed late is taken for one that failed: the run is reported "
-    "without a suspension while one is stored, and approving it runs the call and what followed it",
-)
-async def test_a_pause_reported_as_not_kept_is_never_stored_by_a_write_that_lands_late(
-    crm: Crm, tmp_path: Path
-) -> None:
-    # Default store settings: only the run's deadline (1 s) is shorter than SQLite's busy timeout (5 s).
-    async with sqlite_store(tmp_path / "s.db", busy_timeout_ms=5_000) as store, MontySandbox() as sandbox:
-        host = runtime(crm, sandbox, Suspensions(store=store, key=KEY), timeout_ms=1_000, abort_grace_ms=200)
-        async with anyio.create_task_group() as group:
-
-            async def free_the_file_after_the_deadline(locked: anyio.Event) -> None:
-                with write_locked(tmp_path / "s.db"):
-                    locked.set()
-                    await anyio.sleep(2)  # past the run's deadline, well within the busy timeout
-
-            locked = anyio.Event()
-            group.start_soon(free_the_file_after_the_deadline, locked)
-            await locked.wait()
-            result = await execute(host, CODE)
-        late = await store.find(None, "t1")
-        await host.close()
-    assert result.suspension is None, result.text
-    assert late == [], "a pause the run was told was not kept is waiting for a person's approval"
-
-
-UNRETRIEVED_ON_CANCEL = pytest.mark.xfail(
-    strict=True,
-    reason="a stepped run cancelled while a deferred call has settled but not yet been collected never retrieves "
-    "its DecisionDeferred (_Stepper._collect runs only after a wait): asyncio reports 'Task exception was "
-    "never retrieved' with the host's traceback to the loop's handler",
-)
-
-
-@pytest.mark.parametrize("how", [pytest.param("cancelled", marks=UNRETRIEVED_ON_CANCEL), "deadline"])
+@pytest.mark.parametrize("how", ["cancelled", "deadline"])
 async def test_a_run_stopped_beside_a_deferred_call_leaves_no_unretrieved_exception(crm: Crm, how: str) -> None:
     code = "crm.delete(id=1)\nreturn await crm.hang()"  # the delete defers at once; the run then waits on hang
     async with (
@@ -304,11 +265,6 @@ async def test_a_run_stopped_beside_a_deferred_call_leaves_no_unretrieved_except
     assert errors == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a locked SQLite file holds a pause for the store's whole busy_timeout_ms, past the run's deadline: "
-    "SqliteSuspensions waits for every change it sent, and only SQLite's busy timeout ends one",
-)
 async def test_an_execute_ends_within_its_timeout_even_when_a_sqlite_store_is_locked(crm: Crm, tmp_path: Path) -> None:
     async with sqlite_store(tmp_path / "s.db", busy_timeout_ms=5_000) as store, MontySandbox() as sandbox:
         host = runtime(crm, sandbox, Suspensions(store=store, key=KEY), timeout_ms=1_000, abort_grace_ms=500)
@@ -318,41 +274,6 @@ async def test_an_execute_ends_within_its_timeout_even_when_a_sqlite_store_is_lo
             took = time.monotonic() - started
         await host.close()
     assert took < 3, f"an execute with a 1 s timeout took {took:.1f} s"
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="a claimed suspension leaves no trace in the store: the same tool call replayed once its run "
-    "resumed (a framework re-running the node, a client retrying) finds nothing and runs the whole program again",
-)
-async def test_a_tool_call_replayed_after_its_run_resumed_runs_nothing_again(crm: Crm) -> None:
-    async with MontySandbox() as sandbox, runtime(crm, sandbox) as host:
-        suspension = await suspend(host)
-        assert await host.decide(suspension.id, approved=True)
-        resumed = await execute(host)
-        assert not resumed.is_error, resumed.text
-        again = await execute(host)
-    assert crm.writes() == FINISHED, "the replayed tool call ran its program a second time"
-    assert again.suspension is None
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="SuspensionStore.find returns only the newest MAX_FOUND (16) suspensions of a tool call, whatever "
-    "their code: 16 other programs paused under the same tool call id hide the first, whose replay then "
-    "runs it again from the start",
-)
-async def test_a_tool_call_id_reused_many_times_does_not_hide_the_first_suspension(crm: Crm) -> None:
-    async with MontySandbox() as sandbox, runtime(crm, sandbox) as host:
-        first = await suspend(host)
-        for other in range(16):
-            await suspend(host, f"return await crm.delete(id={100 + other})")
-        assert await host.decide(first.id, approved=True)
-        replayed = await execute(host)
-    assert crm.writes() == FINISHED, replayed.text
-
-
-# -- attacks that failed (most were findings, fixed in 5b38911 .. 201ddf8) ------------------
 
 
 async def close_or_force(runtime: Runtime, within_s: float) -> bool:
@@ -410,18 +331,22 @@ async def run_large_deferred_calls(crm: Crm, code: str, limits: dict[str, int]) 
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-async def test_a_pause_the_store_gave_up_on_is_never_kept_after_all(
+async def test_a_pause_the_store_could_not_confirm_ends_the_run_and_any_late_record_resumes_once(
     crm: Crm, tmp_path: Path, request: pytest.FixtureRequest, kind: str
 ) -> None:
     async with shared_store(kind, tmp_path, request) as shared, MontySandbox() as sandbox:
         host = runtime(crm, sandbox, Suspensions(store=shared.store, key=KEY, store_timeout_ms=300))
         async with shared.write_locked():
             result = await execute(host, CODE)
-        assert result.value[3]["reason"] == "confirmation-unavailable", result.text  # type: ignore[index]
-        for late in await shared.store.find(None, "t1"):
-            await host.resume(late.id, approved=True)
+        # Whether the store kept the pause is unknown: going on could run the rest twice.
+        assert result.failure is not None, result.text
+        assert result.failure.code == "unknown", result.text
+        assert crm.writes() == BEFORE_THE_PAUSE
+        for late in await shared.store.find(None, "t1"):  # a write that landed after all is a real pause
+            resumed = await host.resume(late.id, approved=True)
+            assert not resumed.is_error, resumed.text
         await host.close()
-    assert crm.writes() == [*BEFORE_THE_PAUSE, ("create", "four")], "a refused call ran, and a write ran twice"
+    assert crm.writes() in (BEFORE_THE_PAUSE, FINISHED), "a write ran twice"
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -476,7 +401,8 @@ async def test_a_locked_sqlite_store_gives_up_within_its_busy_timeout(crm: Crm, 
             result = await execute(host, CODE)
             took = time.monotonic() - started
         await host.close()
-    assert result.value[3]["reason"] == "confirmation-unavailable", result.text  # type: ignore[index]
+    assert result.failure is not None, result.text
+    assert result.failure.code == "unknown", result.text  # the store could not say: the run ends there
     assert took < 3, f"the pause waited {took:.1f} s for a store that gives up after 0.3 s"
 
 

@@ -125,6 +125,7 @@ _RESUME_REFUSALS = {
     "tampered": "its stored state failed its integrity check.",
     "revision-changed": "the operations it was using have changed since it paused.",
     "undecided": "nobody has approved or declined the call it waits for yet.",
+    "decided-otherwise": "the decision recorded for it says otherwise.",
     "unrestorable": "its sandbox state could not be restored.",
 }
 

@@ -611,10 +611,14 @@ class _Call:
     def start(self) -> asyncio.Task[Any]:
         """Drive the call in a task of its own (a stepped run does; Monty drives a fed run's calls)."""
         task = self.task = asyncio.get_running_loop().create_task(self.coroutine)
-        task.add_done_callback(self._started_or_not)
+        task.add_done_callback(self._ended)
         return task
 
-    def _started_or_not(self, task: asyncio.Task[Any]) -> None:
+    def _ended(self, task: asyncio.Task[Any]) -> None:
+        # The run reads the outcome when the program waits for it, or never (a run stopped
+        # meanwhile): it is read here too, so it is never reported as unretrieved.
+        if not task.cancelled():
+            task.exception()
         # A task cancelled before its first step never ran the call: close what it wraps, and settle.
         if not self.settled:
             _close(self.pending)

@@ -38,11 +38,10 @@ class SqliteSuspensions:
     one statement or one ``BEGIN IMMEDIATE`` transaction, so it is atomic across
     processes too, and runs in a worker thread so a busy file never holds the event loop.
 
-    A change, once sent, is always waited for: a write given up on could still land after
-    the runtime decided it had not (a pause refused, then stored after all). Another
-    process holding the file makes a change wait at most ``busy_timeout_ms`` (5 s), which
-    should stay below the runtime's ``Suspensions.store_timeout_ms``; a read is given up
-    on as soon as the runtime stops waiting.
+    Another process holding the file makes a statement wait at most ``busy_timeout_ms``
+    (5 s). A caller that stops waiting sooner (the runtime's ``store_timeout_ms``, or its
+    run's deadline) is let go at once; the statement still finishes in its thread, so a
+    change given up on may still land (the runtime treats its outcome as unknown).
     """
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 5_000) -> None:
@@ -77,7 +76,7 @@ class SqliteSuspensions:
 
     async def get(self, suspension_id: str) -> StoredSuspension | None:
         """The suspension, expired or not, if it is stored."""
-        return await self._one(f"SELECT {COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,), read=True)
+        return await self._one(f"SELECT {COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,))
 
     async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
         """This session's suspensions of the tool call, newest first, expired ones too."""
@@ -86,8 +85,7 @@ class SqliteSuspensions:
                 f"SELECT {COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ?"
                 " ORDER BY rowid DESC LIMIT ?",  # a new row's rowid is above every stored one
                 (session_id or "", tool_call_id, MAX_FOUND),
-            ).fetchall(),
-            read=True,
+            ).fetchall()
         )
         return [from_row(row) for row in rows]
 
@@ -108,7 +106,6 @@ class SqliteSuspensions:
         return await self._one(
             f"DELETE FROM suspensions WHERE id = ? AND expires_at > ? RETURNING {COLUMNS}",
             (suspension_id, now),
-            read=False,
         )
 
     async def purge_expired(self, *, now: float) -> int:
@@ -127,13 +124,13 @@ class SqliteSuspensions:
 
         await anyio.to_thread.run_sync(close)
 
-    async def _one(self, sql: str, parameters: tuple[object, ...], *, read: bool) -> StoredSuspension | None:
-        row = await self._run(lambda db: db.execute(sql, parameters).fetchone(), read=read)
+    async def _one(self, sql: str, parameters: tuple[object, ...]) -> StoredSuspension | None:
+        row = await self._run(lambda db: db.execute(sql, parameters).fetchone())
         if row is None:
             return None
         return from_row(row)
 
-    async def _run(self, work: Callable[[sqlite3.Connection], T], *, read: bool = False) -> T:
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         def run() -> T:
             with self._lock:
                 if self._closed:
@@ -142,9 +139,8 @@ class SqliteSuspensions:
                     self._db = self._open()
                 return work(self._db)
 
-        # A read's caller that stops waiting is let go at once (the read finishes in its thread
-        # for nobody); a change is waited for, so its caller knows whether it happened.
-        return await anyio.to_thread.run_sync(run, abandon_on_cancel=read)
+        # A caller that stops waiting is let go at once; the statement finishes in its thread.
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
 
     def _open(self) -> sqlite3.Connection:
         # Autocommit unless a transaction is begun explicitly; wait up to 10 s for another process's write.
