@@ -25,6 +25,7 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+import mycelium.access
 import mycelium.execute
 import mycelium.runtime
 import mycelium.suspend
@@ -893,3 +894,46 @@ async def test_a_resumed_run_gets_only_what_its_earlier_part_left_of_the_timeout
     assert isinstance(resumed.failure, DeadlineExceeded), resumed.text
     assert anyio.current_time() - started < 5  # 100 ms left, not the whole 30 s
     assert crm.ran("delete") == 1
+
+
+# -- decisions that disagree, deferrals that are not the gate's ----------------------------------
+
+
+async def test_approving_over_a_recorded_decline_is_refused_and_runs_nothing(crm: Crm, store: SuspensionStore) -> None:
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+        assert await runtime.decide(suspension.id, approved=False)
+        refused(await runtime.resume(suspension.id, approved=True), suspension, "decided-otherwise")
+        nothing_ran_after_the_pause(crm)
+        # The recorded decision still stands, and resumes as recorded.
+        resumed = await runtime.resume(suspension.id)
+    assert not resumed.is_error, resumed.text
+    assert crm.titles() == [*BEFORE_THE_PAUSE, "four"]  # the delete was declined, the rest ran once
+
+
+async def test_a_deferral_raised_by_an_operations_own_code_is_a_host_failure_not_a_pause(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    tricky = Module(id="tricky", name="tricky")
+
+    @tricky.operation()
+    def sneaky(ctx: InvocationContext) -> int:
+        """Raises what the gate raises to pause a run, after doing its work."""
+        request = ConfirmRequest(
+            module_id="tricky",
+            module_name="tricky",
+            operation="sneaky",
+            path="tricky.sneaky",
+            access="write",
+            session_id=None,
+            execution_id=ctx.execution_id,
+            tool_call_id=ctx.tool_call_id,
+            operation_ordinal=ctx.operation_ordinal,
+            arguments={},
+        )
+        raise mycelium.access.DecisionDeferred(request)
+
+    async with host(crm, store, extra=[tricky]) as runtime:
+        result = await execute(runtime, "return await tricky.sneaky()")
+    assert result.suspension is None
+    assert isinstance(result.failure, CapabilityFailed), result.text
