@@ -16,14 +16,13 @@ import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, closing
+from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 import mycelium.access
 import mycelium.execute
@@ -58,6 +57,7 @@ from mycelium.sandbox.monty import MontySandbox
 from mycelium.suspend import SuspensionRecord
 from mycelium.suspensions import StoredSuspension, SuspensionStore
 from probes import ProbeSandbox
+from racing import race
 from suspend_worker import Crm, host
 from suspensions.store_worker import open_store
 
@@ -474,18 +474,7 @@ async def test_two_processes_resuming_one_suspension_at_once_continue_the_run_on
     async with host(crm, store) as runtime:
         suspension = await suspend(runtime)
 
-    command = [sys.executable, WORKER, "race", json.dumps(place), str(crm.path), suspension.id]
-    async with AsyncExitStack() as stack:
-        # stderr goes where the test's goes, so a worker's traceback shows in the report.
-        workers = [await stack.enter_async_context(await anyio.open_process(command, stderr=None)) for _ in range(2)]
-        outputs = [BufferedByteReceiveStream(worker.stdout) for worker in workers if worker.stdout]
-        for output in outputs:
-            assert await output.receive_until(b"\n", 100) == b"ready"
-        for worker in workers:
-            assert worker.stdin is not None
-            await worker.stdin.send(b"go\n")
-        outcomes = [json.loads(await output.receive_until(b"\n", 100_000)) for output in outputs]
-        assert [await worker.wait() for worker in workers] == [0, 0]
+    outcomes = await race([sys.executable, WORKER, "race", json.dumps(place), str(crm.path), suspension.id])
 
     (won,) = [outcome for outcome in outcomes if outcome["failure"] is None]
     (lost,) = [outcome["failure"] for outcome in outcomes if outcome["failure"] is not None]

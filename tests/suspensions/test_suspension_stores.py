@@ -14,12 +14,11 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, aclosing
+from contextlib import aclosing
 from pathlib import Path
 
 import anyio
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mycelium.suspensions import (
     MemorySuspensions,
@@ -30,6 +29,7 @@ from mycelium.suspensions import (
     SuspensionStore,
 )
 from mycelium.suspensions.store import MAX_FOUND
+from racing import race
 
 from .store_worker import encode, open_store
 
@@ -235,19 +235,7 @@ async def test_a_closed_store_refuses_to_be_used(shared: dict[str, str]) -> None
 
 async def claim_in_two_processes(shared: dict[str, str], ids: list[str]) -> list[list[str]]:
     """The ids each of two worker processes won when both claimed all of them at once."""
-    command = [sys.executable, WORKER, "claim", json.dumps(shared), *ids]
-    async with AsyncExitStack() as stack:
-        # stderr goes where the test's goes, so a worker's traceback shows in the report.
-        workers = [await stack.enter_async_context(await anyio.open_process(command, stderr=None)) for _ in range(2)]
-        outputs = [BufferedByteReceiveStream(worker.stdout) for worker in workers if worker.stdout]
-        for output in outputs:
-            assert await output.receive_until(b"\n", 100) == b"ready"
-        for worker in workers:
-            assert worker.stdin is not None
-            await worker.stdin.send(b"go\n")
-        won = [json.loads(await output.receive_until(b"\n", 100_000)) for output in outputs]
-        assert [await worker.wait() for worker in workers] == [0, 0]
-    return won
+    return await race([sys.executable, WORKER, "claim", json.dumps(shared), *ids])
 
 
 async def test_two_processes_claiming_the_same_suspensions_win_each_exactly_once(shared: dict[str, str]) -> None:
