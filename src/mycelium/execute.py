@@ -155,16 +155,18 @@ class PreparedExecute:
         self.code = code
         self.failure = failure
 
-    async def execute(self, signal: AbortSignal | None = None) -> ToolResult:
+    async def execute(self, signal: AbortSignal | None = None, *, approved: bool | None = None) -> ToolResult:
         """Run the program, or return the argument failure without running anything.
 
         ``signal`` is the caller's: aborting it (or cancelling the awaiting task) stops the
-        run, reported as ``cancelled``.
+        run, reported as ``cancelled``. ``approved`` is a person's decision for a framework
+        that asks after a tool call paused and then replays the call: when this tool call's
+        run is paused (see :mod:`mycelium.suspend`), it resumes with that decision.
         """
         if self.code is None:
             failure = self.failure or InvalidArguments("no code")
             return await self._tool._fail(_Attempt(None, self.tool_call_id, ""), failure, None)
-        return await self._tool._execute(self.code, self.tool_call_id, signal)
+        return await self._tool._execute(self.code, self.tool_call_id, signal, approved)
 
 
 @dataclass(frozen=True)
@@ -326,14 +328,16 @@ class ExecuteTool:
             raise _BadArguments(f"'code' is {size} bytes; the limit is {self._options.max_code_bytes}")
         return code
 
-    async def _execute(self, code: str, tool_call_id: str | None, caller_signal: AbortSignal | None) -> ToolResult:
+    async def _execute(
+        self, code: str, tool_call_id: str | None, caller_signal: AbortSignal | None, approved: bool | None = None
+    ) -> ToolResult:
         with self._hold():
             suspensions = self._services.suspensions
             attempt = _Attempt(f"exec-{uuid.uuid4().hex}", tool_call_id, code)
             if suspensions is not None and tool_call_id is not None:
                 # A framework that replays a tool call after approval resumes the paused run.
                 try:
-                    replayed = await self._replayed(suspensions, code, tool_call_id, caller_signal)
+                    replayed = await self._replayed(suspensions, code, tool_call_id, caller_signal, approved)
                 except StoreUnavailable as exc:
                     # Unknown whether this call paused before: running it again could repeat its writes.
                     return await self._fail(attempt, Unknown(), exc)
@@ -370,10 +374,16 @@ class ExecuteTool:
             first, *others = record.calls
             decisions: dict[int, Decision | None] = {first.call: "approved" if decision else "declined"}
             decisions.update((call.call, None) for call in others)
-            return await self._run(*self._rest(record, decisions, (), functools.partial(self._take, stored)), signal)
+            claim = functools.partial(self._take, stored)
+            return await self._run(*self._rest(record, decisions, record.logs, claim), signal)
 
     async def _replayed(
-        self, suspensions: Suspensions, code: str, tool_call_id: str, signal: AbortSignal | None
+        self,
+        suspensions: Suspensions,
+        code: str,
+        tool_call_id: str,
+        signal: AbortSignal | None,
+        approved: bool | None = None,
     ) -> ToolResult | None:
         """The outcome for a tool call that paused before, or ``None`` when this one is new.
 
@@ -388,10 +398,10 @@ class ExecuteTool:
                 continue  # another program under the same tool call id
             if record is None or record.expires_at <= now():
                 return await self.resume(stored.id, signal=signal)  # refused as tampered or expired
-            if suspensions.open_decision(stored.id, stored.decision) is None and stored.decision is None:
+            if approved is None and stored.decision is None:
                 suspension = record.suspension()  # still waiting: the same answer, nothing runs
                 return ToolResult(text=suspension.model_text(), is_error=False, suspension=suspension)
-            return await self.resume(stored.id, signal=signal)
+            return await self.resume(stored.id, approved=approved, signal=signal)
         return None
 
     async def _check(
@@ -551,6 +561,7 @@ class ExecuteTool:
             sources=self._view.sources,
             modules=self._view.digests,
             calls=paused_calls(deferred),
+            logs=tuple(attempt.logs),
             state=state,
         )
         limit = suspensions.max_state_bytes

@@ -114,6 +114,8 @@ class SuspensionRecord:
     """Module id -> digest of its path, transport and operation labels: what must not change."""
     calls: tuple[PausedCall, ...]
     """The first is the one to decide; the others are asked again on resume."""
+    logs: tuple[str, ...]
+    """What the program printed before the pause: the resumed result carries it too."""
     state: bytes
 
     def suspension(self) -> Suspension:
@@ -237,6 +239,7 @@ class Suspensions:
                 "sources": dict(record.sources),
                 "modules": dict(record.modules),
                 "calls": [call.__dict__ for call in record.calls],
+                "logs": list(record.logs),
             },
             separators=(",", ":"),
             allow_nan=False,
@@ -273,6 +276,7 @@ class Suspensions:
                 sources=header["sources"],
                 modules=header["modules"],
                 calls=tuple(PausedCall(**call) for call in header["calls"]),
+                logs=tuple(str(line) for line in header["logs"]),
                 state=body[end:],
             )
         except (ValueError, TypeError, KeyError):
