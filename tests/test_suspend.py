@@ -200,7 +200,8 @@ async def test_a_resumed_run_makes_each_write_exactly_once_and_continues_its_ord
 
         assert not resumed.is_error, resumed.text
         assert resumed.value == FINISHED
-        assert resumed.logs == ("made {'id': 1} {'id': 2} {'id': 3}", "deleted {'deleted': 2}")  # the whole run's output
+        # The whole run's output, from before the pause too.
+        assert resumed.logs == ("made {'id': 1} {'id': 2} {'id': 3}", "deleted {'deleted': 2}")
         ran_once_to_the_end(crm, suspension.execution_id)
         assert await runtime.suspension(suspension.id) is None
 
