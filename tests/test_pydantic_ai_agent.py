@@ -25,8 +25,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from mycelium import MemorySuspensions, Runtime
+from mycelium import MemorySuspensions, Module, Runtime
 from mycelium.integrations.pydantic_ai import MyceliumToolset
+from mycelium.sandbox.monty import MontySandbox
 from suspend_worker import Crm, host
 
 PROGRAM = """
@@ -141,3 +142,39 @@ async def test_a_failure_past_the_retry_budget_is_a_tool_result_not_a_crash(runt
     result = await agent.run("add a note")
 
     assert "syntax error" in result.output
+
+
+async def test_the_runs_lease_is_released_when_the_model_fails(runtime: tuple[Runtime, Crm]) -> None:
+    app, _ = runtime
+    model = ScriptedModel("return await crm.create(title='one')")
+
+    def failing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:  # after the tool ran, the model itself breaks
+            raise RuntimeError("the model broke")
+        return model(messages, info)
+
+    agent = Agent(FunctionModel(failing), toolsets=[MyceliumToolset(app)])
+    with pytest.raises(RuntimeError, match="the model broke"):
+        await agent.run("add a note")
+    # The fixture closes the runtime, which waits for every lease: it returns at once.
+
+
+async def test_the_runs_lease_is_released_when_the_run_is_cancelled() -> None:
+    started = anyio.Event()
+    hang = Module(id="hang", name="hang")
+
+    @hang.operation(access="read")
+    async def forever() -> int:
+        """Never returns."""
+        started.set()
+        await anyio.sleep_forever()
+        return 0
+
+    extra = Runtime(modules=[hang], sandbox=MontySandbox())  # closing it closes its sandbox
+    agent = Agent(FunctionModel(ScriptedModel("return await hang.forever()")), toolsets=[MyceliumToolset(extra)])
+    async with anyio.create_task_group() as group:
+        group.start_soon(agent.run, "wait")
+        await started.wait()
+        group.cancel_scope.cancel()
+    with anyio.fail_after(10):
+        await extra.close()
