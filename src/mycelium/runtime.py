@@ -303,7 +303,9 @@ class Runtime:
 
         ``approved``: the decision (``None`` uses the one recorded with :meth:`decide`).
         ``lease``: the lease to continue in, carrying the session and access to read
-        afresh; by default one is acquired for the run and released after it. See
+        afresh. By default one is acquired for the run and released after it, with the
+        runtime's own session and access: a host that gives each request its own access
+        resumes with a lease made the same way. See
         :meth:`~mycelium.execute.ExecuteTool.resume` for what is guaranteed.
         """
         if lease is not None:
