@@ -5,6 +5,11 @@ async) returning one, as ``package.module:attribute`` or ``path/to/app.py:attrib
 the attribute defaults to ``create_catalog``. Over Streamable HTTP (the default) the
 catalog is served at ``/mcp`` with uvicorn, behind a bearer token; over stdio it is
 served to the one client that launched the process.
+
+The local verbs run against the same catalog, as its local owner, without serving it:
+``mycelium exec APP`` runs one program, ``mycelium describe APP [PATH]`` prints the
+execute tool's description or an operation's stub, ``mycelium search APP QUERY`` prints
+what discovery ranks first.
 """
 
 from __future__ import annotations
@@ -36,16 +41,20 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from .access import Access, ConfirmRequest
+from .execute import ToolCall, ToolResult
 from .mcp import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
     McpCatalogProvider,
+    McpExecutionContext,
     McpServer,
     Member,
     Refused,
     bearer_tokens,
     create_mcp,
 )
+from .values import dumps_compact
 
 __all__ = [
     "DEFAULT_ATTRIBUTE",
@@ -612,6 +621,144 @@ def serve(
         # Ctrl-C before serving began (while the app was loading): nothing was served.
         err.print("Interrupted.")
         raise typer.Exit(130) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Local verbs: one program against APP's catalog, as its local owner
+
+
+APP_ARGUMENT = typer.Argument(
+    metavar="APP",
+    help=f"module:attribute or path/to/app.py[:attribute] (default attribute: {DEFAULT_ATTRIBUTE}).",
+    show_default=False,
+)
+
+
+async def run_program(app: str, code: str, *, approve: bool) -> ToolResult:
+    """Run ``code`` as one execute against APP's catalog, as the local owner.
+
+    A ``confirm=True`` operation is approved when ``approve`` is true, asked on the
+    terminal when there is one, and refused otherwise. Raises :class:`AppError`.
+    """
+    catalog = await load_catalog(app)
+    try:
+        authority = await catalog.refresh(LOCAL_PRINCIPAL)
+        access = Access(explicit=True, grants=authority.grants, confirm=_confirmer(approve))
+        context = McpExecutionContext(LOCAL_PRINCIPAL, None, authority, access)
+        return await catalog.execute(ToolCall(id=None, name="execute", arguments={"code": code}), context)
+    finally:
+        await aclose_catalog(catalog)
+
+
+def _confirmer(approve: bool) -> Any:
+    async def confirm(request: ConfirmRequest) -> bool | None:
+        if approve:
+            return True
+        if not sys.stdin.isatty():
+            return None  # nobody to ask: the call is refused, never run unasked
+        question = f"Allow {request.path} with {dumps_compact(request.arguments)}?"  # type: ignore[arg-type]
+        return await anyio.to_thread.run_sync(lambda: typer.confirm(question, default=False, err=True))
+
+    return confirm
+
+
+def _local(work: Any) -> ToolResult:
+    """Run one local verb's program; a bad APP is one line on stderr and exit code 2."""
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        with _logging_to(err, "warning"):
+            result: ToolResult = anyio.run(work, backend="asyncio")
+    except AppError as exc:
+        err.print(f"[bold red]Error:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_BAD_APP) from None
+    for line in result.logs:
+        err.print(escape(line), highlight=False)
+    if result.is_error:
+        code = result.failure.code if result.failure is not None else "error"
+        err.print(f"[bold red]{code}:[/] {escape(result.text)}")
+        raise typer.Exit(EXIT_FAILED)
+    return result
+
+
+def _show(value: object) -> None:
+    """A JSON value: pretty on a terminal, one line of compact JSON when piped."""
+    out = Console(soft_wrap=True)
+    if out.is_terminal:
+        out.print_json(data=value)
+    else:
+        sys.stdout.write(dumps_compact(value) + "\n")  # type: ignore[arg-type]  # an execute's value is JSON
+
+
+def _say(text: str) -> None:
+    """Text for a person, as it is."""
+    Console(soft_wrap=True).print(escape(text), highlight=False)
+
+
+@cli.command("exec")
+def exec_(
+    app: Annotated[str, APP_ARGUMENT],
+    file: Annotated[
+        str | None,
+        typer.Argument(metavar="FILE", help="A file holding the program, or - for stdin.", show_default=False),
+    ] = None,
+    code: Annotated[str | None, typer.Option("--code", "-c", help="The program itself.", show_default=False)] = None,
+    approve: Annotated[
+        bool, typer.Option(help="Approve every operation that asks a person first, without asking.")
+    ] = False,
+) -> None:
+    """Run one program against APP and print its result (exit code 1 on failure, with its code)."""
+    if (code is None) == (file is None):
+        raise typer.BadParameter("give the program once: --code CODE, a FILE, or - for stdin", param_hint="FILE")
+    if code is None:
+        assert file is not None
+        try:
+            code = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise typer.BadParameter(f"cannot read {file}: {exc.__class__.__name__}", param_hint="FILE") from None
+    program = code
+    result = _local(lambda: run_program(app, program, approve=approve))
+    _show(result.value)
+
+
+@cli.command()
+def describe(
+    app: Annotated[str, APP_ARGUMENT],
+    path: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="PATH", help="An operation or namespace path; without it, the execute tool's description."
+        ),
+    ] = None,
+) -> None:
+    """Print the execute tool's description, or the stub of an operation or namespace."""
+    if path is None:
+        _say(_local(lambda: _description(app)).text)
+    else:
+        program = f"return await forage.describe({dumps_compact(path)})"
+        _say(str(_local(lambda: run_program(app, program, approve=False)).value))
+
+
+async def _description(app: str) -> ToolResult:
+    catalog = await load_catalog(app)
+    try:
+        definition = await catalog.definition(LOCAL_PRINCIPAL, await catalog.refresh(LOCAL_PRINCIPAL))
+    finally:
+        await aclose_catalog(catalog)
+    return ToolResult(text=definition.description, is_error=False)
+
+
+@cli.command()
+def search(
+    app: Annotated[str, APP_ARGUMENT],
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="What you need, in a few words.", show_default=False)],
+    limit: Annotated[int, typer.Option(min=1, max=50, help="How many results.")] = 8,
+) -> None:
+    """Print the operations discovery ranks first for QUERY, best first."""
+    program = f"return await forage.search({dumps_compact(query)}, limit={limit})"
+    result = _local(lambda: run_program(app, program, approve=False))
+    hits = [hit for hit in result.value if isinstance(hit, dict)] if isinstance(result.value, list) else []
+    lines = [f"{hit.get('path')}  {hit.get('description') or ''}".rstrip() for hit in hits]
+    _say("\n".join(lines) or "(nothing found)")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

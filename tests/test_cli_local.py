@@ -1,0 +1,89 @@
+"""`mycelium exec`, `describe` and `search`: the local verbs, run against the notes app as its owner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from mycelium.cli import cli
+
+NOTES_APP = str(Path(__file__).resolve().parent.parent / "examples" / "notes_app.py")
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("MYCELIUM_DATA_DIR", str(tmp_path / "data"))
+    return CliRunner()
+
+
+def invoke(runner: CliRunner, *args: str, stdin: str | None = None) -> Result:
+    return runner.invoke(cli, list(args), input=stdin)
+
+
+def test_exec_prints_the_programs_value_as_compact_json_when_piped(run: CliRunner) -> None:
+    result = invoke(run, "exec", NOTES_APP, "--code", 'return (await notes.create(title="hello"))["title"]')
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == '"hello"\n'
+
+
+def test_exec_reads_the_program_from_a_file_or_stdin_and_prints_its_output_on_stderr(
+    run: CliRunner, tmp_path: Path
+) -> None:
+    program = tmp_path / "program.py"
+    program.write_text('print("made one")\nreturn {"made": 1}\n')
+    from_file = invoke(run, "exec", NOTES_APP, str(program))
+    from_stdin = invoke(run, "exec", NOTES_APP, "-", stdin=program.read_text())
+    for result in (from_file, from_stdin):
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout) == {"made": 1}
+        assert "made one" in result.stderr
+
+
+def test_exec_of_a_failing_program_exits_1_and_names_the_failure_code(run: CliRunner) -> None:
+    result = invoke(run, "exec", NOTES_APP, "-c", "return (")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("syntax: The program has a syntax error")
+
+
+def test_exec_refuses_a_confirm_operation_when_nobody_can_be_asked_and_approve_approves_it(run: CliRunner) -> None:
+    program = 'made = await notes.create(title="doomed")\nreturn await notes.delete(id=made["id"])'
+    refused = invoke(run, "exec", NOTES_APP, "-c", program)
+    approved = invoke(run, "exec", NOTES_APP, "-c", program, "--approve")
+    assert json.loads(refused.stdout)["reason"] == "confirmation-unavailable"
+    assert json.loads(approved.stdout)["deleted"] is True
+
+
+@pytest.mark.parametrize("args", [[], ["-c", "return 1", "program.py"]], ids=["no program", "two programs"])
+def test_exec_wants_the_program_exactly_once(run: CliRunner, args: list[str]) -> None:
+    result = invoke(run, "exec", NOTES_APP, *args)
+    assert result.exit_code == 2
+    assert "give the program once" in result.stderr
+
+
+def test_a_local_verb_with_a_bad_app_says_what_was_wrong_and_exits_2(run: CliRunner, tmp_path: Path) -> None:
+    result = invoke(run, "exec", str(tmp_path / "missing.py"), "-c", "return 1")
+    assert result.exit_code == 2
+    assert "no such file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_describe_prints_the_execute_description_or_one_operations_stub(run: CliRunner) -> None:
+    whole = invoke(run, "describe", NOTES_APP)
+    one = invoke(run, "describe", NOTES_APP, "notes.delete")
+    assert whole.exit_code == 0, whole.stderr
+    assert whole.stdout.startswith("Run a short Python program in a fresh sandbox")
+    assert one.exit_code == 0, one.stderr
+    assert "async def delete(*, id: int)" in one.stdout
+
+
+def test_search_prints_the_best_ranked_operations_first(run: CliRunner) -> None:
+    result = invoke(run, "search", NOTES_APP, "delete a note", "--limit", "3")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("notes.delete  ")
