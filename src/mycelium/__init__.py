@@ -4,6 +4,7 @@ The public surface is re-exported here; nothing inside the package imports from 
 module.
 """
 
+from . import tracing
 from .access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
 from .admission import AdmissionPolicy, SharedSandbox, normalize_sandbox_admission_policy
 from .bindings import OperationError
@@ -97,4 +98,5 @@ __all__ = [
     "normalize_sandbox_admission_policy",
     "operation",
     "source",
+    "tracing",
 ]

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from . import tracing
 from .access import AccessGate, AccessRefusal, Decision, DecisionDeferred
 from .context import InvocationContext
 from .errors import InvalidInput, OperationFailed, new_reference
@@ -81,6 +82,42 @@ class Invoker:
         *,
         may_defer: bool = False,
         decided: Decision | None = None,
+    ) -> JsonValue | AccessRefusal:
+        """Check access, decode ``raw``, run the operation, encode its result (see :meth:`_invoke`).
+
+        With tracing on (see :mod:`mycelium.tracing`), the call is one span: its module,
+        path and ordinal, and how it ended (never its input or output).
+        """
+        if not tracing.active():
+            return await self._invoke(target, raw, context, may_defer=may_defer, decided=decided)
+        with tracing.operation_span(
+            module_id=target.module.id, path=target.path, ordinal=context.operation_ordinal
+        ) as span:
+            try:
+                outcome = await self._invoke(target, raw, context, may_defer=may_defer, decided=decided)
+            except DecisionDeferred:
+                tracing.outcome(span, "deferred", failed=False)
+                raise
+            except InvalidInput:
+                tracing.outcome(span, "invalid-input", failed=False)
+                raise
+            except OperationFailed as exc:
+                tracing.outcome(span, "failed", failed=True, reference=exc.reference)
+                raise
+            if isinstance(outcome, AccessRefusal):
+                tracing.outcome(span, "refused", failed=False, access=outcome.reason)
+            else:
+                tracing.outcome(span, "ok", failed=False, access="allowed")
+            return outcome
+
+    async def _invoke(
+        self,
+        target: InstalledOperation,
+        raw: object,
+        context: InvocationContext,
+        *,
+        may_defer: bool,
+        decided: Decision | None,
     ) -> JsonValue | AccessRefusal:
         """Check access, decode ``raw``, run the operation, encode its result.
 

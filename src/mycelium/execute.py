@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from . import tracing
 from .access import Decision, DecisionDeferred
 from .admission import AdmissionPolicy, BackingWork, SandboxSlots, can_suspend
 from .bindings import BindingCallback, Execution, Invoker
@@ -492,8 +493,25 @@ class ExecuteTool:
         """Run a program (or the rest of a paused one) to its result or its suspension.
 
         A pause the store cannot keep goes on at once with its deferred calls refused; a
-        program that defers call after call goes round this loop, never deeper.
+        program that defers call after call goes round this loop, never deeper. With tracing
+        on, it is one span, the parent of its operation calls' spans.
         """
+        with tracing.run_span(
+            "execute" if resumption is None else "resume",
+            execution_id=attempt.execution_id,
+            tool_call_id=attempt.tool_call_id,
+            revision=self._view.graph.revision,
+            suspension_id=resumption.suspension_id if resumption is not None else None,
+        ) as span:
+            result = await self._run_parts(attempt, resumption, caller_signal)
+            failure = result.failure
+            code = failure.code if failure is not None else "suspended" if result.suspended else "ok"
+            tracing.outcome(span, code, failed=result.is_error, acknowledged=getattr(failure, "acknowledged", None))
+            return result
+
+    async def _run_parts(
+        self, attempt: _Attempt, resumption: _Resumption | None, caller_signal: AbortSignal | None
+    ) -> ToolResult:
         while True:
             outcome = await self._run_part(attempt, resumption, caller_signal)
             if isinstance(outcome, ToolResult):
