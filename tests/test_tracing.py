@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from mycelium import Access, Module, Runtime, tracing
+from mycelium import Access, AcquireContext, Acquired, Module, Runtime, source, tracing
 from mycelium.sandbox.monty import MontySandbox
 
 SECRET = "the-argument-nobody-may-see"
@@ -107,3 +107,22 @@ async def test_a_failed_execute_and_a_failed_call_are_marked_as_errors(
 
 def test_without_a_configured_sdk_no_span_is_made() -> None:
     assert not tracing.active()
+
+
+async def test_a_source_acquisition_is_a_span_with_the_source_and_its_version(spans: InMemorySpanExporter) -> None:
+    async def release() -> None:
+        return None
+
+    async def acquire(context: AcquireContext) -> Acquired:
+        return Acquired(version="v7", modules=[Module(id="computer-a", name="computer")], release=release)
+
+    async with Runtime(sources=[source(id="current-computer", acquire=acquire)], sandbox=MontySandbox()) as runtime:
+        async with runtime.lease():
+            pass
+
+    (acquired,) = named(spans, "mycelium.acquire")
+    assert dict(acquired.attributes or {}) == {
+        "mycelium.source_id": "current-computer",
+        "mycelium.outcome": "ok",
+        "mycelium.version": "v7",
+    }

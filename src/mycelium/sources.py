@@ -29,6 +29,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 import anyio
 
+from . import tracing
 from .context import Session
 from .errors import DefinitionError, MyceliumError, RuntimeClosed
 from .graph import MAX_MODULES, OperationGraph, build_graph
@@ -309,6 +310,21 @@ class Capabilities:
         return Revision(graph, tuple(chosen))
 
     async def _acquire(self, candidate: CapabilitySource, signal: AbortSignal, fresh: list[_Snapshot]) -> _Snapshot:
+        """Acquire one source's snapshot; with tracing on, as one span (the source id, its version)."""
+        if not tracing.active():
+            return await self._acquire_snapshot(candidate, signal, fresh)
+        with tracing.run_span("acquire", source_id=candidate.id) as span:
+            try:
+                snapshot = await self._acquire_snapshot(candidate, signal, fresh)
+            except MyceliumSourceError:
+                tracing.outcome(span, "failed", failed=True)
+                raise
+            tracing.outcome(span, "ok", failed=False, version=snapshot.version)
+            return snapshot
+
+    async def _acquire_snapshot(
+        self, candidate: CapabilitySource, signal: AbortSignal, fresh: list[_Snapshot]
+    ) -> _Snapshot:
         snapshot = _Snapshot(candidate.id, next(self._orders))
         try:
             acquired = await candidate.acquire(AcquireContext(self._session, signal, snapshot))
