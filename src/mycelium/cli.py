@@ -46,6 +46,7 @@ from .execute import ToolCall, ToolResult
 from .mcp import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
+    McpAuthority,
     McpCatalogProvider,
     McpExecutionContext,
     McpServer,
@@ -634,20 +635,26 @@ APP_ARGUMENT = typer.Argument(
 )
 
 
+@contextlib.asynccontextmanager
+async def _as_owner(app: str) -> AsyncIterator[tuple[McpCatalogProvider, McpAuthority]]:
+    """APP's catalog and the local owner's authority in it, closed when done. Raises :class:`AppError`."""
+    catalog = await load_catalog(app)
+    try:
+        yield catalog, await catalog.refresh(LOCAL_PRINCIPAL)
+    finally:
+        await aclose_catalog(catalog)
+
+
 async def run_program(app: str, code: str, *, approve: bool) -> ToolResult:
     """Run ``code`` as one execute against APP's catalog, as the local owner.
 
     A ``confirm=True`` operation is approved when ``approve`` is true, asked on the
     terminal when there is one, and refused otherwise. Raises :class:`AppError`.
     """
-    catalog = await load_catalog(app)
-    try:
-        authority = await catalog.refresh(LOCAL_PRINCIPAL)
+    async with _as_owner(app) as (catalog, authority):
         access = Access(explicit=True, grants=authority.grants, confirm=_confirmer(approve))
         context = McpExecutionContext(LOCAL_PRINCIPAL, None, authority, access)
         return await catalog.execute(ToolCall(id=None, name="execute", arguments={"code": code}), context)
-    finally:
-        await aclose_catalog(catalog)
 
 
 def _confirmer(approve: bool) -> Any:
@@ -739,11 +746,8 @@ def describe(
 
 
 async def _description(app: str) -> ToolResult:
-    catalog = await load_catalog(app)
-    try:
-        definition = await catalog.definition(LOCAL_PRINCIPAL, await catalog.refresh(LOCAL_PRINCIPAL))
-    finally:
-        await aclose_catalog(catalog)
+    async with _as_owner(app) as (catalog, authority):
+        definition = await catalog.definition(LOCAL_PRINCIPAL, authority)
     return ToolResult(text=definition.description, is_error=False)
 
 

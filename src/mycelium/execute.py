@@ -364,13 +364,13 @@ class ExecuteTool:
             suspensions = self._services.suspensions
             if suspensions is None:
                 raise ValueError("this runtime keeps no suspensions: give it Runtime(suspensions=Suspensions(...))")
+            unstarted = _Attempt(None, None, "")  # for the evidence of a resume refused before it ran
             try:
                 checked = await self._check(suspensions, suspension_id, approved)
             except StoreUnavailable as exc:
-                return await self._fail(_Attempt(None, None, ""), Unknown(), exc)
+                return await self._fail(unstarted, Unknown(), exc)
             if not isinstance(checked, tuple):
-                attempt = _Attempt(None, None, "")
-                return await self._fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason=checked), None)
+                return await self._fail(unstarted, SuspensionFailed(suspension_id=suspension_id, reason=checked), None)
             stored, record, decision = checked
             first, *others = record.calls
             decisions: dict[int, Decision | None] = {first.call: "approved" if decision else "declined"}
