@@ -207,6 +207,11 @@ class Runtime:
         """Whether ``close()`` has begun: no new leases are handed out."""
         return self._closed
 
+    @property
+    def leases_held(self) -> int:
+        """How many leases are held now (acquired and not yet released): what ``close()`` waits for."""
+        return self._leases.count
+
     def _gated(self, access: Access) -> Invoker:
         return Invoker(AccessGate(access), self._on_operation_error)
 

@@ -1,15 +1,10 @@
 """A pydantic-ai agent using a Mycelium app, driven offline by a scripted FunctionModel.
 
-The model reads the execute tool's description, writes a program that searches the
-catalog, adds notes concurrently and deletes one (a confirm operation), and the person
-approves or denies the delete through pydantic-ai's own deferred-tool approval. The notes
-live in a SQLite file whose journal counts what ran: each write happens exactly once.
+The scenario is :mod:`frameworks.scenario`'s; the person approves or denies the delete
+through pydantic-ai's own deferred-tool approval.
 """
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -25,20 +20,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from mycelium import MemorySuspensions, Module, Runtime
+from frameworks.scenario import PROGRAM, SECRET, App
+from mycelium import Module, Runtime
 from mycelium.integrations.pydantic_ai import MyceliumToolset
 from mycelium.sandbox.monty import MontySandbox
-from suspend_worker import Crm, host
-
-PROGRAM = """
-import asyncio
-found = await forage.search("add a note")
-made = await asyncio.gather(crm.create(title="one"), crm.create(title="two"), crm.create(title="three"))
-print("found", found[0]["path"])
-gone = await crm.delete(id=made[1]["id"])
-last = await crm.create(title="four")
-return {"made": made, "gone": gone, "last": last}
-"""
 
 
 class ScriptedModel:
@@ -63,50 +48,37 @@ class ScriptedModel:
         return ModelResponse(parts=[TextPart(self.seen[-1] if self.seen else "nothing")])
 
 
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[tuple[Runtime, Crm]]:
-    crm = Crm(tmp_path / "crm.sqlite")
-    runtime = host(crm, MemorySuspensions())
-    yield runtime, crm
-    with anyio.fail_after(10):  # every lease was released: close() does not wait
-        await runtime.close()
-
-
 def agent_for(runtime: Runtime, model: ScriptedModel) -> Agent[None, str | DeferredToolRequests]:
     return Agent(FunctionModel(model), toolsets=[MyceliumToolset(runtime)], output_type=[str, DeferredToolRequests])
 
 
-async def test_an_approved_delete_resumes_the_program_and_every_write_happens_once(
-    runtime: tuple[Runtime, Crm],
-) -> None:
-    app, crm = runtime
+async def test_an_approved_delete_resumes_the_program_and_every_write_happens_once(app: App) -> None:
     model = ScriptedModel(PROGRAM)
-    agent = agent_for(app, model)
+    agent = agent_for(app.runtime, model)
 
     first = await agent.run("tidy my notes")
     assert isinstance(first.output, DeferredToolRequests)
     (request,) = first.output.approvals
     pending = first.output.metadata[request.tool_call_id]
-    two = crm.titles().index("two") + 1  # the creates ran concurrently: "two" has whichever id it got
-    assert (pending["path"], pending["arguments"]) == ("crm.delete", {"id": two})
-    assert sorted(crm.titles()) == ["one", "three", "two"]  # the program stopped at the delete
+    assert (pending["path"], pending["arguments"]) == ("crm.delete", app.pending_delete())
+    app.assert_released()  # the paused run holds no lease while the person decides
 
     second = await agent.run(
         message_history=first.all_messages(),
         deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: True}),
     )
 
-    assert f'"gone":{{"deleted":{two}}},"last":{{"id":4}}}}' in second.output
-    assert "Printed:\nfound crm.create" in second.output  # the model reads the output beside the value
+    assert f'"gone":{{"deleted":{pending["arguments"]["id"]}}},"last":{{"id":4}}}}' in second.output
+    # The model reads the output beside the value, and the failed operation as the guest saw it.
+    assert "Printed:\nfound crm.create\nmail failed: RuntimeError" in second.output
+    assert SECRET not in "".join(model.seen)
     assert "forage.search" in model.described[0]  # the model was told how to discover operations
-    ran = [entry[:2] for entry in crm.journal()]
-    assert sorted(ran[:3]) == [("create", "one"), ("create", "three"), ("create", "two")]
-    assert ran[3:] == [("delete", str(two)), ("create", "four")]
+    app.assert_ran_once_each(approved=True)
+    app.assert_released()
 
 
-async def test_a_denied_delete_never_runs_and_nothing_after_it_runs(runtime: tuple[Runtime, Crm]) -> None:
-    app, crm = runtime
-    agent = agent_for(app, ScriptedModel(PROGRAM))
+async def test_a_denied_delete_never_runs_and_nothing_after_it_runs(app: App) -> None:
+    agent = agent_for(app.runtime, ScriptedModel(PROGRAM))
 
     first = await agent.run("tidy my notes")
     assert isinstance(first.output, DeferredToolRequests)
@@ -117,35 +89,32 @@ async def test_a_denied_delete_never_runs_and_nothing_after_it_runs(runtime: tup
     )
 
     assert second.output == "not that one"
-    assert crm.ran("delete") == 0
-    assert sorted(crm.titles()) == ["one", "three", "two"]
+    app.assert_ran_once_each(approved=False)
+    app.assert_released()
 
 
-async def test_a_program_the_model_can_fix_goes_back_to_it_as_a_retry(runtime: tuple[Runtime, Crm]) -> None:
-    app, crm = runtime
+async def test_a_program_the_model_can_fix_goes_back_to_it_as_a_retry(app: App) -> None:
     model = ScriptedModel("return (", "raise ValueError('still wrong')", "return await crm.create(title='fixed')")
-    agent = Agent(FunctionModel(model), toolsets=[MyceliumToolset(app, max_retries=2)])
+    agent = Agent(FunctionModel(model), toolsets=[MyceliumToolset(app.runtime, max_retries=2)])
 
     result = await agent.run("add a note")
 
     assert "syntax error" in model.seen[0]
     assert "ValueError: still wrong" in model.seen[1]
     assert result.output == '{"id":1}'
-    assert crm.titles() == ["fixed"]
+    assert app.crm.titles() == ["fixed"]
 
 
-async def test_a_failure_past_the_retry_budget_is_a_tool_result_not_a_crash(runtime: tuple[Runtime, Crm]) -> None:
-    app, _ = runtime
+async def test_a_failure_past_the_retry_budget_is_a_tool_result_not_a_crash(app: App) -> None:
     model = ScriptedModel("return (", "return (")
-    agent = Agent(FunctionModel(model), toolsets=[MyceliumToolset(app, max_retries=1)])
+    agent = Agent(FunctionModel(model), toolsets=[MyceliumToolset(app.runtime, max_retries=1)])
 
     result = await agent.run("add a note")
 
     assert "syntax error" in result.output
 
 
-async def test_the_runs_lease_is_released_when_the_model_fails(runtime: tuple[Runtime, Crm]) -> None:
-    app, _ = runtime
+async def test_the_runs_lease_is_released_when_the_model_fails(app: App) -> None:
     model = ScriptedModel("return await crm.create(title='one')")
 
     def failing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -153,10 +122,10 @@ async def test_the_runs_lease_is_released_when_the_model_fails(runtime: tuple[Ru
             raise RuntimeError("the model broke")
         return model(messages, info)
 
-    agent = Agent(FunctionModel(failing), toolsets=[MyceliumToolset(app)])
+    agent = Agent(FunctionModel(failing), toolsets=[MyceliumToolset(app.runtime)])
     with pytest.raises(RuntimeError, match="the model broke"):
         await agent.run("add a note")
-    # The fixture closes the runtime, which waits for every lease: it returns at once.
+    app.assert_released()
 
 
 async def test_the_runs_lease_is_released_when_the_run_is_cancelled() -> None:
@@ -176,5 +145,5 @@ async def test_the_runs_lease_is_released_when_the_run_is_cancelled() -> None:
         group.start_soon(agent.run, "wait")
         await started.wait()
         group.cancel_scope.cancel()
-    with anyio.fail_after(10):
-        await extra.close()
+    assert extra.leases_held == 0
+    await extra.close()

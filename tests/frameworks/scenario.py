@@ -1,0 +1,73 @@
+"""The one scenario every agent-framework test drives: a model tidies a person's notes.
+
+The model reads the execute tool's description, then writes :data:`PROGRAM`: it searches
+the catalog, adds three notes concurrently, meets an operation that fails on the host
+(and carries on), deletes one note (a ``confirm`` operation the person approves or
+declines through the framework's own approval), and adds one more. The notes live in a
+SQLite file whose journal records every operation that ran, so a test counts writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mycelium import Module, Runtime
+from suspend_worker import Crm
+
+PROGRAM = """
+import asyncio
+found = await forage.search("add a note")
+print("found", found[0]["path"])
+made = await asyncio.gather(crm.create(title="one"), crm.create(title="two"), crm.create(title="three"))
+try:
+    await mail.send(to="team")
+except Exception as failure:
+    print("mail failed:", type(failure).__name__)
+gone = await crm.delete(id=made[1]["id"])
+last = await crm.create(title="four")
+return {"made": made, "gone": gone, "last": last}
+"""
+"""What the model writes; the delete pauses the program until the person decides."""
+
+SECRET = "smtp.internal:25 refused"
+"""What the failing operation raises: the host's detail, never the model's to read."""
+
+
+def mail() -> Module:
+    """A mail module whose one operation always fails on the host."""
+    module = Module(id="mail", name="mail")
+
+    @module.operation(access="write")
+    async def send(to: str) -> int:
+        """Send the day's notes to someone."""
+        raise ConnectionError(SECRET)
+
+    return module
+
+
+@dataclass
+class App:
+    """The scenario's host: its runtime and the notes file behind it."""
+
+    runtime: Runtime
+    crm: Crm
+
+    def pending_delete(self) -> dict[str, int]:
+        """The arguments the person is asked to approve: note "two"'s id, whichever the concurrent creates gave it."""
+        return {"id": self.crm.titles().index("two") + 1}
+
+    def assert_ran_once_each(self, *, approved: bool) -> None:
+        """Every write happened exactly once: the creates, then the delete and the last create if approved."""
+        ran = [entry[:2] for entry in self.crm.journal()]
+        assert sorted(ran[:3]) == [("create", "one"), ("create", "three"), ("create", "two")]
+        if approved:
+            assert ran[3:4] == [("delete", ran[3][1])]
+            assert ran[4:] == [("create", "four")]
+            assert sorted(self.crm.titles()) == ["four", "one", "three"]
+        else:
+            assert ran[3:] == []
+            assert sorted(self.crm.titles()) == ["one", "three", "two"]
+
+    def assert_released(self) -> None:
+        """The agent run's lease was given back."""
+        assert self.runtime.leases_held == 0
