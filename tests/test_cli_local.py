@@ -87,3 +87,32 @@ def test_search_prints_the_best_ranked_operations_first(run: CliRunner) -> None:
     lines = result.stdout.splitlines()
     assert len(lines) == 3
     assert lines[0].startswith("notes.delete  ")
+
+
+FLAWED_APP = str(Path(__file__).resolve().parent / "apps" / "flawed_app.py")
+
+
+def test_check_reports_each_catalog_problem_and_exits_1_on_errors(run: CliRunner) -> None:
+    result = invoke(run, "check", FLAWED_APP)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("error: clashing: module 'clashing': its top-level name 'json' is a module the sandbox")
+    assert lines[1] == "error: directory: source 'directory' failed to acquire: it raised ConnectionError [source]"
+    assert [line.rsplit("[", 1)[-1] for line in lines[2:5]] == [
+        "no-description]",
+        "untyped-output]",
+        "long-first-line]",
+    ]
+    assert lines[-1] == "2 errors, 3 warnings"
+    assert "10.0.0.9" not in result.output  # a source's own error text is the operator's log, not this report
+
+
+def test_check_passes_warnings_unless_strict_and_a_clean_app_always(run: CliRunner) -> None:
+    warned, strict = (
+        invoke(run, "check", f"{FLAWED_APP}:only_warnings"),
+        invoke(run, "check", f"{FLAWED_APP}:only_warnings", "--strict"),
+    )
+    clean = invoke(run, "check", NOTES_APP, "--strict")
+    assert (warned.exit_code, strict.exit_code, clean.exit_code) == (0, 1, 0)
+    assert warned.stdout.splitlines()[-1] == "0 errors, 3 warnings"
+    assert clean.stdout == "0 errors, 0 warnings\n"

@@ -26,10 +26,10 @@ import secrets
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import typer
@@ -42,6 +42,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .access import Access, ConfirmRequest
+from .checks import Finding, check_catalog
 from .execute import ToolCall, ToolResult
 from .mcp import (
     LOOPBACK_HOSTS,
@@ -55,6 +56,7 @@ from .mcp import (
     bearer_tokens,
     create_mcp,
 )
+from .modules import Module
 from .values import dumps_compact
 
 __all__ = [
@@ -81,6 +83,8 @@ GRACEFUL_SHUTDOWN_SECONDS = 10
 # Exit codes: 2 like click's usage errors (the APP cannot be served), 1 when serving fails.
 EXIT_BAD_APP = 2
 EXIT_FAILED = 1
+
+T = TypeVar("T")
 
 logger = logging.getLogger("mycelium.cli")
 
@@ -669,15 +673,21 @@ def _confirmer(approve: bool) -> Any:
     return confirm
 
 
-def _local(work: Any) -> ToolResult:
-    """Run one local verb's program; a bad APP is one line on stderr and exit code 2."""
+def _against_app(work: Callable[[], Awaitable[T]]) -> T:
+    """Run one local verb's work on APP; a bad APP is one line on stderr and exit code 2."""
     err = Console(stderr=True, soft_wrap=True)
     try:
         with _logging_to(err, "warning"):
-            result: ToolResult = anyio.run(work, backend="asyncio")
+            return anyio.run(work, backend="asyncio")
     except AppError as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_BAD_APP) from None
+
+
+def _local(work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+    """Run one local verb's program: its prints go to stderr; a failure is its code and text, exit code 1."""
+    result = _against_app(work)
+    err = Console(stderr=True, soft_wrap=True)
     for line in result.logs:
         err.print(escape(line), highlight=False)
     if result.is_error:
@@ -698,7 +708,12 @@ def _show(value: object) -> None:
 
 def _say(text: str) -> None:
     """Text for a person, as it is."""
-    Console(soft_wrap=True).print(escape(text), highlight=False)
+    _say_marked(escape(text))
+
+
+def _say_marked(markup: str) -> None:
+    """Text for a person with rich markup (colour on a terminal, plain when piped); escape what is not ours."""
+    Console(soft_wrap=True).print(markup, highlight=False)
 
 
 @cli.command("exec")
@@ -763,6 +778,38 @@ def search(
     hits = [hit for hit in result.value if isinstance(hit, dict)] if isinstance(result.value, list) else []
     lines = [f"{hit.get('path')}  {hit.get('description') or ''}".rstrip() for hit in hits]
     _say("\n".join(lines) or "(nothing found)")
+
+
+@cli.command()
+def check(
+    app: Annotated[str, APP_ARGUMENT],
+    strict: Annotated[bool, typer.Option(help="Fail (exit code 1) on warnings too, not only on errors.")] = False,
+) -> None:
+    """Report what in APP's catalog a model would stumble over: errors, warnings and notes.
+
+    Errors: a module that cannot be installed (a name that clashes with a sandbox module or
+    a builtin, a key that is also a prefix, a duplicate id) or a source that fails to acquire.
+    Warnings: an operation without a description, a description over budget, an operation
+    without an output type. Exit code 1 when there is an error (or, with --strict, a warning).
+    """
+    findings = _against_app(lambda: _findings(app))
+    for finding in findings:
+        colour = {"error": "bold red", "warning": "yellow", "note": "cyan"}[finding.severity]
+        where, message = escape(finding.where), escape(finding.message)
+        _say_marked(f"[{colour}]{finding.severity}:[/] {where}: {message} \\[{finding.code}]")
+    counts = {severity: sum(1 for f in findings if f.severity == severity) for severity in ("error", "warning")}
+    _say(f"{counts['error']} errors, {counts['warning']} warnings")
+    if counts["error"] or (strict and counts["warning"]):
+        raise typer.Exit(EXIT_FAILED)
+
+
+async def _findings(app: str) -> list[Finding]:
+    async with _as_owner(app) as (_, authority):
+        items = authority.sources
+        return await check_catalog(
+            modules=[item for item in items if isinstance(item, Module)],
+            sources=[item for item in items if not isinstance(item, Module)],
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -829,12 +829,11 @@ def execute_description(
     ``sandbox_notes`` is what the sandbox adds about itself (a workspace, for instance).
     """
     rules = _RULES + (f"{sandbox_notes.strip()}\n\n" if sandbox_notes else "")
-    stubs = render_bounded(list(catalog.targets), inline_chars + 1)
-    inline = len(stubs) <= inline_chars and "more operations" not in stubs
+    stubs = inline_stubs(catalog, inline_chars)
     body = (
         "These operations are available, as Python stubs. Call each by the path in the comment above it: "
         "`# <ns>.<op>` means `await <ns>.<op>(...)`.\n\n" + stubs
-        if inline
+        if stubs is not None
         else 'Namespaces (operation counts). Find operations with `await forage.search("what you need")`, '
         'then `await forage.describe("path")` for the exact signature:\n\n'
         + namespace_tree(catalog, max_chars - len(rules) - 200)
@@ -844,6 +843,15 @@ def execute_description(
         marker = "\n... (cut: use forage.list() and forage.describe(...) for the rest)"
         text = text[: max_chars - len(marker)] + marker
     return text
+
+
+def inline_stubs(catalog: Catalog, inline_chars: int = _MAX_INLINE_STUB_CHARS) -> str | None:
+    """The catalog's stubs if they fit in ``inline_chars`` and so are declared in the description in full.
+
+    ``None`` when they do not: the model is then shown the namespace tree and discovers the rest.
+    """
+    stubs = render_bounded(list(catalog.targets), inline_chars + 1)
+    return stubs if len(stubs) <= inline_chars and "more operations" not in stubs else None
 
 
 _RULES_TEXT = """\
