@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -126,3 +128,24 @@ async def test_a_source_acquisition_is_a_span_with_the_source_and_its_version(sp
         "mycelium.outcome": "ok",
         "mycelium.version": "v7",
     }
+
+
+def test_mycelium_runs_without_the_tracing_extra_installed() -> None:
+    program = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None  # as if opentelemetry-api were not installed\n"
+        "import anyio\n"
+        "from mycelium import Module, Runtime, tracing\n"
+        "from mycelium.sandbox.monty import MontySandbox\n"
+        "ping = Module(id='ping', name='ping')\n"
+        "@ping.operation(access='read')\n"
+        "async def pong() -> str:\n"
+        "    '''Answer.'''\n"
+        "    return 'pong'\n"
+        "async def main() -> None:\n"
+        "    async with Runtime(modules=[ping], sandbox=MontySandbox()) as runtime, runtime.lease() as lease:\n"
+        "        print(tracing.active(), (await lease.execute_tool.run('return await ping.pong()')).text)\n"
+        "anyio.run(main)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, 'False "pong"\n'), done.stderr

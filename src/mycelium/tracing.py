@@ -2,17 +2,25 @@
 
 Spans go to whatever tracer provider the host configured with the OpenTelemetry SDK.
 Without one nothing is made at all, not even no-op spans: the check is one lookup per
-execute and per call. A span carries identities, paths, ordinals and outcomes, never a
-program's code, an operation's arguments or its result.
+execute and per call. Without ``opentelemetry-api`` installed (the ``tracing`` extra)
+there is nothing to check. A span carries identities, paths, ordinals and outcomes,
+never a program's code, an operation's arguments or its result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from opentelemetry import trace
-from opentelemetry.trace import Span, Status, StatusCode, Tracer
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace import Status, StatusCode
+except ImportError:  # the tracing extra is not installed: spans are never made
+    trace = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
 
 __all__ = ["active", "operation_span", "outcome", "run_span"]
 
@@ -21,8 +29,10 @@ _cached: tuple[object, Tracer] | None = None
 
 
 def _tracer() -> Tracer | None:
-    """The host's tracer, or ``None`` while no SDK provider is configured."""
+    """The host's tracer, or ``None`` while no SDK provider is configured (or the API is not installed)."""
     global _cached
+    if trace is None:
+        return None
     provider = trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None
