@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from frameworks.scenario import PROGRAM, SECRET, App
-from mycelium import Module, Runtime
+from mycelium import Module, Runtime, direct_tool
 from mycelium.integrations.pydantic_ai import MyceliumToolset
 from mycelium.sandbox.monty import MontySandbox
 
@@ -147,3 +147,26 @@ async def test_the_runs_lease_is_released_when_the_run_is_cancelled() -> None:
         group.cancel_scope.cancel()
     assert extra.leases_held == 0
     await extra.close()
+
+
+async def test_the_hosts_direct_tools_are_offered_beside_execute_and_called_by_the_model() -> None:
+    def clock() -> str:
+        return "09:30"
+
+    extra = Runtime(
+        tools=[direct_tool(name="now", description="The time on the host.", output=str, execute=clock, access="read")],
+        sandbox=MontySandbox(),
+    )
+    offered: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered[:] = [tool.name for tool in info.function_tools]
+        last = messages[-1].parts[-1]
+        if isinstance(last, ToolReturnPart):
+            return ModelResponse(parts=[TextPart(str(last.content))])
+        return ModelResponse(parts=[ToolCallPart("now", {}, tool_call_id="call-now")])
+
+    async with extra:
+        result = await Agent(FunctionModel(model), toolsets=[MyceliumToolset(extra)]).run("what time is it?")
+    assert offered == ["execute", "now"]
+    assert result.output == '"09:30"'

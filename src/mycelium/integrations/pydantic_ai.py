@@ -26,7 +26,7 @@ from pydantic_core import SchemaValidator, core_schema
 
 from ..access import Access
 from ..context import Session
-from ..execute import EXECUTE_INPUT_SCHEMA, ToolCall
+from ..execute import ToolCall
 from ..runtime import Lease, Runtime
 from . import MODEL_FIXABLE, model_output
 
@@ -37,7 +37,7 @@ _ARGUMENTS = SchemaValidator(core_schema.dict_schema(keys_schema=core_schema.str
 
 
 class MyceliumToolset(AbstractToolset[Any]):
-    """The runtime's ``execute`` tool as a pydantic-ai toolset, with one lease per agent run.
+    """The runtime's ``execute`` tool (and its direct tools) as a pydantic-ai toolset, one lease per agent run.
 
     ``session`` and ``access`` are the lease's (see :meth:`Runtime.acquire`); ``max_retries``
     is how often the model may retry a program it can fix (a syntax error, an exception it
@@ -95,23 +95,34 @@ class MyceliumToolset(AbstractToolset[Any]):
         return None
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        """The one tool, described for the revision this run's lease holds."""
-        definition = self._held().execute_tool.definition
-        tool = ToolDefinition(
-            name=definition.name, description=definition.description, parameters_json_schema=EXECUTE_INPUT_SCHEMA
-        )
+        """``execute`` and the host's direct tools, described for the revision this run's lease holds."""
+        lease = self._held()
+        definitions = [lease.execute_tool.definition, *(tool.definition for tool in lease.tools)]
         return {
             definition.name: ToolsetTool(
-                toolset=self, tool_def=tool, max_retries=self._max_retries, args_validator=_ARGUMENTS
+                toolset=self,
+                tool_def=ToolDefinition(
+                    name=definition.name,
+                    description=definition.description,
+                    parameters_json_schema=definition.input_schema,
+                ),
+                max_retries=self._max_retries,
+                args_validator=_ARGUMENTS,
             )
+            for definition in definitions
         }
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        """Run the program; pause for approval, ask for a retry, or answer with its output."""
-        prepared = self._held().execute_tool.prepare(ToolCall(id=ctx.tool_call_id, name=name, arguments=tool_args))
-        result = await prepared.execute(approved=True if ctx.tool_call_approved else None)
+        """Run the program (or the direct tool); pause for approval, ask for a retry, or answer with its output."""
+        lease = self._held()
+        direct = next((candidate for candidate in lease.tools if candidate.definition.name == name), None)
+        if direct is not None:
+            result = await direct.call(tool_args, tool_call_id=ctx.tool_call_id)
+        else:
+            prepared = lease.execute_tool.prepare(ToolCall(id=ctx.tool_call_id, name=name, arguments=tool_args))
+            result = await prepared.execute(approved=True if ctx.tool_call_approved else None)
         if result.suspension is not None:
             pending = result.suspension
             raise ApprovalRequired(
