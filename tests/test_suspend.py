@@ -40,12 +40,15 @@ from mycelium import (
     ConfirmRequest,
     ExecutionOptions,
     InvocationContext,
+    Lease,
     MemorySuspensions,
     Module,
+    PreparedExecute,
     Runtime,
     Session,
     Suspension,
     Suspensions,
+    ToolCall,
     ToolResult,
     defer,
     operation,
@@ -441,6 +444,32 @@ async def test_a_tool_call_replayed_after_its_suspension_expired_does_not_run_th
 
     assert replayed.failure == SuspensionFailed(suspension_id=suspension.id, reason="expired"), replayed.text
     nothing_ran_after_the_pause(crm)
+
+
+async def test_an_approval_replayed_after_its_run_resumed_or_its_pause_was_purged_runs_nothing(
+    crm: Crm, store: SuspensionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = CODE.replace('"one"', '"uno"')
+
+    def call(tool_call_id: str, code: str, lease: Lease) -> PreparedExecute:
+        return lease.execute_tool.prepare(ToolCall(id=tool_call_id, name="execute", arguments={"code": code}))
+
+    async with host(crm, store, expires_after_ms=60_000) as runtime:
+        async with runtime.lease() as lease:
+            assert (await call("t1", CODE, lease).execute()).suspended
+            assert (await call("t1", CODE, lease).execute(approved=True)).value == FINISHED
+            again = await call("t1", CODE, lease).execute(approved=True)  # the same approval, delivered twice
+            assert (await call("t2", other, lease).execute()).suspended
+        later(monkeypatch, 61)
+        assert await runtime.purge_expired_suspensions() == 1
+        async with runtime.lease() as lease:
+            late = await call("t2", other, lease).execute(approved=True)  # approved after its pause was purged
+
+    for result in (again, late):
+        assert result.failure == SuspensionFailed(suspension_id="", reason="not-found"), result.text
+        assert result.text.startswith("The paused run of this tool call cannot continue")
+    creates = [title for op, title, *_ in crm.journal() if op == "create"]
+    assert creates == ["one", "two", "three", "four", "uno", "two", "three"]
 
 
 # -- at most once -----------------------------------------------------------------------------

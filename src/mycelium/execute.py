@@ -162,7 +162,9 @@ class PreparedExecute:
         ``signal`` is the caller's: aborting it (or cancelling the awaiting task) stops the
         run, reported as ``cancelled``. ``approved`` is a person's decision for a framework
         that asks after a tool call paused and then replays the call: when this tool call's
-        run is paused (see :mod:`mycelium.suspend`), it resumes with that decision.
+        run is paused (see :mod:`mycelium.suspend`), it resumes with that decision. When it
+        is not (it already resumed, or its pause is gone), nothing runs: the result is a
+        ``suspension-failed`` failure (``not-found``), never the program started again.
         """
         if self.code is None:
             failure = self.failure or InvalidArguments("no code")
@@ -344,6 +346,10 @@ class ExecuteTool:
                     return await self._fail(attempt, Unknown(), exc)
                 if replayed is not None:
                     return replayed
+            if approved is not None:
+                # A decision is for a paused run. With none to resume (it finished, expired and was
+                # purged, or never paused), starting the program again would repeat what it did.
+                return await self._fail(attempt, SuspensionFailed(suspension_id="", reason="not-found"), None)
             return await self._run(attempt, None, caller_signal)
 
     async def resume(

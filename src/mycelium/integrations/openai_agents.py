@@ -57,13 +57,14 @@ to approve in another process, give the runtime a store every process shares
 (``SqliteSuspensions``, ``PostgresSuspensions``), open a block there and load the state with
 ``RunState.from_json`` and an agent using that block's tools. A call approved after its
 pause is gone (purged, lost with the process, or already resumed because the same saved
-state was approved and run twice) starts its program again, as the runtime does for any
-tool call it holds no pause of; a ``confirm`` in it asks the person again.
+state was approved and run twice) runs nothing: the model reads that the paused run
+cannot continue.
 
 The program runs in the approval check, so before the SDK's tool start hooks and tool
-input guardrails (a guardrail cannot stop it). A call the SDK approves without asking
-(``always_approve=True``) runs its program in the tool; a pause there goes the ``resume``
-way.
+input guardrails (a guardrail cannot stop it). Each pause is its own decision: approving
+``execute`` with ``always_approve=True`` does not approve later programs' confirm calls
+(their calls arrive approved with no pause to resume, and run nothing). To let confirm
+operations run without asking, say so in the host's ``Access(confirm=...)``.
 
 Install with ``pip install 'mycelium-runtime[openai-agents]'``.
 """

@@ -107,10 +107,8 @@ def _describe(failure: Failure) -> str:
             told = _with_detail("The execute call was malformed", message)
             return f'{told} Call it with {{"code": "<a Python program>"}} and nothing else.'
         case SuspensionFailed(suspension_id=suspension_id, reason=reason):
-            return (
-                f"The paused run {_clip(suspension_id, 80)} cannot continue: {_RESUME_REFUSALS[reason]} "
-                "Nothing more of it ran."
-            )
+            which = _clip(suspension_id, 80) if suspension_id else "of this tool call"
+            return f"The paused run {which} cannot continue: {_RESUME_REFUSALS[reason]} Nothing more of it ran."
         case Unknown():
             return (
                 "The run failed on the host for a reason it could not classify; operations the program called "
