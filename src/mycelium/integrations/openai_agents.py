@@ -62,9 +62,10 @@ cannot continue.
 
 The program runs in the approval check, so before the SDK's tool start hooks and tool
 input guardrails (a guardrail cannot stop it). Each pause is its own decision: approving
-``execute`` with ``always_approve=True`` does not approve later programs' confirm calls
-(their calls arrive approved with no pause to resume, and run nothing). To let confirm
-operations run without asking, say so in the host's ``Access(confirm=...)``.
+``execute`` with ``always_approve=True`` does not approve later programs' confirm calls:
+later ``execute`` calls arrive approved with no paused run to continue, and are refused
+without running. To let confirm operations run without asking, say so in the host's
+``Access(confirm=...)``.
 
 Install with ``pip install 'mycelium-runtime[openai-agents]'``.
 """
