@@ -472,6 +472,25 @@ async def test_an_approval_replayed_after_its_run_resumed_or_its_pause_was_purge
     assert creates == ["one", "two", "three", "four", "uno", "two", "three"]
 
 
+@EVERY_STORE
+async def test_a_discarded_suspension_never_resumes_and_only_its_session_can_discard_it(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    async with host(crm, store, session=Session("ours")) as runtime:
+        suspension = await suspend(runtime)
+        theirs = await runtime.discard(suspension.id, session=Session("theirs"))
+        ours, twice = await runtime.discard(suspension.id), await runtime.discard(suspension.id)
+        resumed = await runtime.resume(suspension.id, approved=True)
+        async with runtime.lease() as lease:
+            call = ToolCall(id="t1", name="execute", arguments={"code": CODE})
+            replayed = await lease.execute_tool.prepare(call).execute(approved=True)
+
+    assert (theirs, ours, twice) == (False, True, False)
+    refused(resumed, suspension, "not-found")
+    assert replayed.failure == SuspensionFailed(suspension_id="", reason="not-found")
+    nothing_ran_after_the_pause(crm)
+
+
 # -- at most once -----------------------------------------------------------------------------
 
 

@@ -335,6 +335,20 @@ class Runtime:
         sealed = suspensions.seal_decision(suspension_id, approved)
         return await suspensions.stored(lambda: suspensions.store.decide(suspension_id, sealed, now=now()))
 
+    async def discard(self, suspension_id: str, *, session: Session | None = None) -> bool:
+        """Drop a suspension of ``session`` (the runtime's by default) without resuming it.
+
+        For a host whose person declined and whose framework ends the tool call there (so the
+        program is not told of the refusal): nothing more of the run runs, the record stops
+        counting against ``max_per_session``, and a later resume or replayed decision is
+        refused as ``not-found``. Returns ``False`` when there is no such unexpired suspension,
+        or it was resumed or discarded first (claiming is atomic, as for a resume).
+        """
+        suspensions = self._require_suspensions()
+        if await self.suspension(suspension_id, session=session) is None:
+            return False
+        return await suspensions.stored(lambda: suspensions.store.claim(suspension_id, now=now())) is not None
+
     async def suspension(self, suspension_id: str, *, session: Session | None = None) -> Suspension | None:
         """The unexpired suspension ``suspension_id`` of ``session`` (the runtime's by default), for a
         host's approval screen; ``None`` when there is none, or its record fails its seal."""
