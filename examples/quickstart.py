@@ -1,35 +1,28 @@
-"""Quick start without a model: register demo.ping and run a one-line program in the Monty sandbox.
+"""Quick start without a model: one operation, one program, run in the Monty sandbox.
 
-Prints {"value":"pong"}. The program runs in a real sandbox (a Monty worker process);
-the call to demo.ping crosses back to the host, where its output is encoded.
+Prints ["buy milk"]. The program runs in a real sandbox (a Monty worker process); its call
+to notes.search crosses back to this process, where the input is checked and the output
+encoded. The README shows this program.
 """
 
 import anyio
-from pydantic import BaseModel
 
-from mycelium import Module, Runtime, ToolCall, operation
+from mycelium import Module, Runtime
 from mycelium.sandbox.monty import MontySandbox
 
-
-class Pong(BaseModel):
-    value: str
+notes = Module(id="notes-v1", name="notes")
 
 
-demo = Module(
-    id="example-demo",
-    name="demo",
-    operations={"ping": operation(output=Pong, execute=lambda: Pong(value="pong"))},
-)
+@notes.operation(access="read")
+async def search(query: str) -> list[str]:
+    """Find notes whose text contains the query."""
+    return [note for note in ["buy milk", "call Sam"] if query in note]
 
 
 async def main() -> None:
-    async with Runtime(modules=[demo], sandbox=MontySandbox()) as runtime:
-        async with runtime.lease() as lease:
-            call = ToolCall(id="example-execute", name="execute", arguments={"code": "return await demo.ping({})"})
-            result = await lease.execute_tool.prepare(call).execute()
-            if result.is_error or result.text != '{"value":"pong"}':
-                raise SystemExit(f"unexpected execute result: {result.text}")
-            print(result.text)
+    async with Runtime(modules=[notes], sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
+        result = await lease.execute_tool.run('return await notes.search(query="milk")')
+    print(result.text)
 
 
 if __name__ == "__main__":

@@ -116,3 +116,12 @@ def test_check_passes_warnings_unless_strict_and_a_clean_app_always(run: CliRunn
     assert (warned.exit_code, strict.exit_code, clean.exit_code) == (0, 1, 0)
     assert warned.stdout.splitlines()[-1] == "0 errors, 3 warnings"
     assert clean.stdout == "0 errors, 0 warnings\n"
+
+
+@pytest.mark.parametrize("verb", ["serve", "exec", "describe", "search", "check"])
+def test_every_verb_explains_itself_and_its_app_argument_in_help(run: CliRunner, verb: str) -> None:
+    result = invoke(run, verb, "--help")
+    assert result.exit_code == 0
+    assert "module:attribute or path/to/app.py[:attribute]" in result.stdout
+    summary = result.stdout.split("\n\n")[1].strip()
+    assert len(summary) > 30, summary  # a sentence saying what the verb does

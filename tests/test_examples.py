@@ -29,8 +29,8 @@ def output_of(example: str) -> str:
     return completed.stdout
 
 
-def test_quickstart_prints_exactly_pong() -> None:
-    assert output_of("quickstart") == '{"value":"pong"}\n'
+def test_quickstart_prints_exactly_what_the_readme_shows() -> None:
+    assert output_of("quickstart") == '["buy milk"]\n'
 
 
 async def test_closing_the_runtime_lets_the_interpreter_exit_cleanly_every_time() -> None:
