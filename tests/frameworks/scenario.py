@@ -9,9 +9,13 @@ SQLite file whose journal records every operation that ran, so a test counts wri
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import anyio
+
 from mycelium import Module, Runtime
+from mycelium.sandbox.monty import MontySandbox
 from suspend_worker import Crm
 
 PROGRAM = """
@@ -71,3 +75,28 @@ class App:
     def assert_released(self) -> None:
         """The agent run's lease was given back."""
         assert self.runtime.leases_held == 0
+
+
+HANG = "return await hang.forever()"
+"""A program that waits forever in an operation, until its run is cancelled."""
+
+
+async def assert_released_on_cancel(run: Callable[[Runtime], Awaitable[object]]) -> None:
+    """Cancel ``run`` (an agent run on the runtime it is given, whose model writes :data:`HANG`)
+    while its program waits in the operation; no lease is left held."""
+    started = anyio.Event()
+    hang = Module(id="hang", name="hang")
+
+    @hang.operation(access="read")
+    async def forever() -> int:
+        """Never returns."""
+        started.set()
+        await anyio.sleep_forever()
+        return 0
+
+    async with Runtime(modules=[hang], sandbox=MontySandbox()) as runtime:
+        async with anyio.create_task_group() as group:
+            group.start_soon(run, runtime)
+            await started.wait()
+            group.cancel_scope.cancel()
+        assert runtime.leases_held == 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import anyio
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
@@ -24,8 +23,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import Field, ValidationError
 
-from frameworks.scenario import PROGRAM, SECRET, App
-from mycelium import ExecutionOptions, Module, Runtime
+from frameworks.scenario import HANG, PROGRAM, SECRET, App, assert_released_on_cancel
+from mycelium import ExecutionOptions, Runtime
 from mycelium.execute import EXECUTE_INPUT_SCHEMA
 from mycelium.integrations.langchain import MyceliumTool, mycelium_tool
 from mycelium.sandbox.monty import MontySandbox
@@ -295,26 +294,11 @@ async def test_the_lease_is_released_when_the_graph_run_fails(app: App) -> None:
 
 
 async def test_the_lease_is_released_when_the_graph_run_is_cancelled() -> None:
-    started = anyio.Event()
-    hang = Module(id="hang", name="hang")
-
-    @hang.operation(access="read")
-    async def forever() -> int:
-        """Never returns."""
-        started.set()
-        await anyio.sleep_forever()
-        return 0
-
     async def run(runtime: Runtime) -> None:
         async with mycelium_tool(runtime) as tool:
-            await create_agent(model("return await hang.forever()"), tools=[tool]).ainvoke(ask("wait"))
+            await create_agent(model(HANG), tools=[tool]).ainvoke(ask("wait"))
 
-    async with Runtime(modules=[hang], sandbox=MontySandbox()) as runtime:
-        async with anyio.create_task_group() as group:
-            group.start_soon(run, runtime)
-            await started.wait()
-            group.cancel_scope.cancel()
-        assert runtime.leases_held == 0
+    await assert_released_on_cancel(run)
 
 
 async def test_the_tool_needs_a_runtime_a_held_lease_a_tool_call_id_and_a_graph_to_pause_in(app: App) -> None:

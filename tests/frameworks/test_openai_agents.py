@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from agents import (
     Agent,
@@ -29,8 +28,8 @@ from agents import (
 from agents.items import TResponseInputItem, TResponseStreamEvent
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from frameworks.scenario import PROGRAM, SECRET, App, mail
-from mycelium import Module, Runtime, SqliteSuspensions
+from frameworks.scenario import HANG, PROGRAM, SECRET, App, assert_released_on_cancel, mail
+from mycelium import Runtime, SqliteSuspensions
 from mycelium.failures import SuspensionFailed
 from mycelium.integrations.openai_agents import MyceliumTools
 from mycelium.sandbox.monty import MontySandbox
@@ -282,28 +281,11 @@ async def test_the_blocks_lease_is_released_when_the_model_fails(app: App) -> No
 
 
 async def test_the_blocks_lease_is_released_when_the_run_is_cancelled() -> None:
-    started = anyio.Event()
-    hang = Module(id="hang", name="hang")
-
-    @hang.operation(access="read")
-    async def forever() -> int:
-        """Never returns."""
-        started.set()
-        await anyio.sleep_forever()
-        return 0
-
-    runtime = Runtime(modules=[hang], sandbox=MontySandbox())  # closing it closes its sandbox
-
-    async def run() -> None:
+    async def run(runtime: Runtime) -> None:
         async with MyceliumTools(runtime) as mycelium:
-            await Runner.run(agent_for(mycelium, ScriptedModel("return await hang.forever()")), "wait")
+            await Runner.run(agent_for(mycelium, ScriptedModel(HANG)), "wait")
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
-        await started.wait()
-        group.cancel_scope.cancel()
-    assert runtime.leases_held == 0
-    await runtime.close()
+    await assert_released_on_cancel(run)
 
 
 async def test_resume_is_offered_only_when_a_program_can_pause(app: App) -> None:

@@ -6,7 +6,6 @@ through pydantic-ai's own deferred-tool approval.
 
 from __future__ import annotations
 
-import anyio
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import (
@@ -20,8 +19,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from frameworks.scenario import PROGRAM, SECRET, App
-from mycelium import Module, Runtime, direct_tool
+from frameworks.scenario import HANG, PROGRAM, SECRET, App, assert_released_on_cancel
+from mycelium import Runtime, direct_tool
 from mycelium.integrations.pydantic_ai import MyceliumToolset
 from mycelium.sandbox.monty import MontySandbox
 
@@ -129,24 +128,10 @@ async def test_the_runs_lease_is_released_when_the_model_fails(app: App) -> None
 
 
 async def test_the_runs_lease_is_released_when_the_run_is_cancelled() -> None:
-    started = anyio.Event()
-    hang = Module(id="hang", name="hang")
+    async def run(runtime: Runtime) -> None:
+        await Agent(FunctionModel(ScriptedModel(HANG)), toolsets=[MyceliumToolset(runtime)]).run("wait")
 
-    @hang.operation(access="read")
-    async def forever() -> int:
-        """Never returns."""
-        started.set()
-        await anyio.sleep_forever()
-        return 0
-
-    extra = Runtime(modules=[hang], sandbox=MontySandbox())  # closing it closes its sandbox
-    agent = Agent(FunctionModel(ScriptedModel("return await hang.forever()")), toolsets=[MyceliumToolset(extra)])
-    async with anyio.create_task_group() as group:
-        group.start_soon(agent.run, "wait")
-        await started.wait()
-        group.cancel_scope.cancel()
-    assert extra.leases_held == 0
-    await extra.close()
+    await assert_released_on_cancel(run)
 
 
 async def test_the_hosts_direct_tools_are_offered_beside_execute_and_called_by_the_model() -> None:
