@@ -11,6 +11,8 @@ import anyio
 import pytest
 
 from mycelium import (
+    AcquireContext,
+    Acquired,
     ExecutionOptions,
     Lease,
     LeaseReleased,
@@ -21,8 +23,9 @@ from mycelium import (
     ToolCall,
     UnknownOperation,
     operation,
+    source,
 )
-from mycelium.testing import direct_sandbox, rejecting_sandbox
+from mycelium.testing import RejectingSandbox, direct_sandbox, rejecting_sandbox
 from probes import Probe, ProbeSandbox, closing, ignore
 
 
@@ -304,3 +307,28 @@ async def test_close_warns_about_sandbox_runs_still_settling_after_an_unacknowle
     [message] = warned.messages
     assert "1 sandbox run(s) still settling" in message
     assert "ctx.signal.aborted" in message
+
+
+async def test_an_acquire_that_fails_after_capturing_gives_everything_back_and_close_returns() -> None:
+    released: list[str] = []
+
+    async def acquire(context: AcquireContext) -> Acquired:
+        async def release() -> None:
+            released.append("v1")
+
+        return Acquired(version="v1", modules=[], release=release)
+
+    class BrokenNotes(RejectingSandbox):
+        """A sandbox whose description of itself raises: building the lease's view fails."""
+
+        @property
+        def guest_notes(self) -> str:
+            raise RuntimeError("the notes are broken")
+
+    runtime = Runtime(sources=[source(id="live", acquire=acquire)], sandbox=BrokenNotes(None))
+    with pytest.raises(RuntimeError, match="the notes are broken"):
+        await runtime.acquire()
+    assert runtime.leases_held == 0
+    with anyio.fail_after(5):
+        await runtime.close()
+    assert released == ["v1"]

@@ -247,14 +247,22 @@ class Runtime:
         except BaseException:
             self._leases.release()
             raise
-        view = self._views.get(revision.graph)
-        if view is None:
-            notes = getattr(self.sandbox, "guest_notes", None)
-            sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
-            view = self._views[revision.graph] = RevisionView.build(revision.graph, notes, sources)
-        record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
+        try:
+            view = self._views.get(revision.graph)
+            if view is None:
+                notes = getattr(self.sandbox, "guest_notes", None)
+                sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
+                view = self._views[revision.graph] = RevisionView.build(revision.graph, notes, sources)
+            record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
+            lease = Lease(self, revision, view, record, services)
+        except BaseException:
+            # Nothing holds the revision: give it and the hold back, or close() would wait forever.
+            self._leases.release()
+            with anyio.CancelScope(shield=True):
+                await self._capabilities.release(revision)
+            raise
         self._unreleased.add(record)
-        return Lease(self, revision, view, record, services)
+        return lease
 
     @asynccontextmanager
     async def lease(self, *, session: Session | None = None, access: Access | None = None) -> AsyncIterator[Lease]:
@@ -507,7 +515,8 @@ class Lease:
         record: _LeaseRecord,
         services: ExecuteServices,
     ) -> None:
-        self._released = False
+        # Held only once built: a constructor that raised holds nothing for __del__ to give back.
+        self._released = True
         self._record = record
         self._runtime = runtime
         self._revision = revision
@@ -527,6 +536,7 @@ class Lease:
             )
             for tool in runtime._tools
         )
+        self._released = False
 
     @property
     def released(self) -> bool:
