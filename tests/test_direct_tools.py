@@ -315,6 +315,8 @@ async def test_invalid_arguments_to_a_direct_tool_are_invalid_arguments(argument
     assert result.is_error is True
     assert result.failure is not None
     assert result.failure.code == "invalid-arguments"
+    assert result.text.startswith("The search call was malformed")
+    assert "code" not in result.text  # the execute tool's argument has nothing to do with it
     assert recorder.ran == []
 
 

@@ -139,10 +139,11 @@ class SandboxBusy(_FailureBase):
 
 @dataclass(frozen=True)
 class InvalidArguments(_FailureBase):
-    """The execute tool call's arguments were wrong; nothing ran."""
+    """A tool call's arguments were wrong; nothing ran. ``tool`` names the tool: ``execute`` or a direct tool."""
 
     code: ClassVar[str] = "invalid-arguments"
     message: str
+    tool: str = "execute"
 
 
 ResumeRefusal: TypeAlias = Literal[

@@ -98,7 +98,9 @@ class GatedTool:
                 try:
                     arguments = json.loads(arguments)
                 except ValueError:
-                    return ToolResult.failed(InvalidArguments("the arguments are not valid JSON"))
+                    return ToolResult.failed(
+                        InvalidArguments("the arguments are not valid JSON", tool=self.definition.name)
+                    )
             context = InvocationContext(
                 execution_id=f"exec-{uuid.uuid4().hex}",
                 tool_call_id=tool_call_id,
@@ -111,7 +113,7 @@ class GatedTool:
             try:
                 outcome = await self._invoker.invoke(self._target, arguments, context)
             except InvalidInput as exc:
-                return ToolResult.failed(InvalidArguments(str(exc)))
+                return ToolResult.failed(InvalidArguments(str(exc), tool=self.definition.name))
             except OperationFailed as exc:
                 return ToolResult.failed(failure_from_exception(exc))
             if isinstance(outcome, AccessRefusal):

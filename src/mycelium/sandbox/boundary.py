@@ -103,9 +103,12 @@ def _describe(failure: Failure) -> str:
                 f"All {capacity} sandbox slots stayed busy for {waited_ms} ms, so the program did not run. "
                 "Retry later."
             )
-        case InvalidArguments(message=message):
+        case InvalidArguments(message=message, tool="execute"):
             told = _with_detail("The execute call was malformed", message)
             return f'{told} Call it with {{"code": "<a Python program>"}} and nothing else.'
+        case InvalidArguments(message=message, tool=tool):
+            told = _with_detail(f"The {_clip(tool, 64)} call was malformed", message)
+            return f"{told} Call it again with arguments that match its input schema."
         case SuspensionFailed(suspension_id=suspension_id, reason=reason):
             which = _clip(suspension_id, 80) if suspension_id else "of this tool call"
             return f"The paused run {which} cannot continue: {_RESUME_REFUSALS[reason]} Nothing more of it ran."
