@@ -5,7 +5,7 @@ module bound, the program run, one small dict per operation call. Mycelium adds 
 host needs on top: argument checks, admission, deadline supervision, ordinals, input
 decoding, output encoding and result bounding.
 
-    .venv/bin/python bench/sandbox.py [--runs N]
+    .venv/bin/python bench/sandbox.py [--runs N] [--seconds S]   # S: how long each throughput run lasts
 
 Prints, per scenario, the median and p99 latency of each side and the ratio
 Mycelium/bare, then throughput at concurrency 1, 4 and 16.
