@@ -472,6 +472,26 @@ async def test_an_approval_replayed_after_its_run_resumed_or_its_pause_was_purge
     assert creates == ["one", "two", "three", "four", "uno", "two", "three"]
 
 
+async def test_a_replayed_decision_decides_only_the_pause_it_was_given_for(crm: Crm, store: SuspensionStore) -> None:
+    two = 'a = await crm.create(title="one")\nawait crm.delete(id=a["id"])\nreturn await crm.delete(id=a["id"] + 1)'
+    async with host(crm, store) as runtime, runtime.lease() as lease:
+        call = lease.execute_tool.prepare(ToolCall(id="t1", name="execute", arguments={"code": two}))
+        first = (await call.execute()).suspension
+        assert first is not None
+        second = (await call.execute(approved=True, suspension_id=first.id)).suspension
+        assert second is not None
+        assert second.id != first.id
+        # The first answer again, named or not: the second pause is asked again, not approved.
+        named = await call.execute(approved=True, suspension_id=first.id)
+        unnamed = await call.execute(approved=True)
+        assert named.suspension == second == unnamed.suspension
+        assert crm.ran("delete") == 1
+        finished = await call.execute(approved=True, suspension_id=second.id)
+
+    assert finished.value == {"deleted": 2}
+    assert crm.ran("delete") == 2
+
+
 @EVERY_STORE
 async def test_a_discarded_suspension_never_resumes_and_only_its_session_can_discard_it(
     crm: Crm, store: SuspensionStore

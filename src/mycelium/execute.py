@@ -156,7 +156,9 @@ class PreparedExecute:
         self.code = code
         self.failure = failure
 
-    async def execute(self, signal: AbortSignal | None = None, *, approved: bool | None = None) -> ToolResult:
+    async def execute(
+        self, signal: AbortSignal | None = None, *, approved: bool | None = None, suspension_id: str | None = None
+    ) -> ToolResult:
         """Run the program, or return the argument failure without running anything.
 
         ``signal`` is the caller's: aborting it (or cancelling the awaiting task) stops the
@@ -165,11 +167,16 @@ class PreparedExecute:
         run is paused (see :mod:`mycelium.suspend`), it resumes with that decision. When it
         is not (it already resumed, or its pause is gone), nothing runs: the result is a
         ``suspension-failed`` failure (``not-found``), never the program started again.
+        ``suspension_id`` names the pause the person was shown: a decision for any other
+        pause decides nothing, and the result is the call's current pause, asked again.
+        Without it, a decision applies only to the call's first pause; once the run has
+        resumed and paused again, the new pause is asked again rather than decided by an
+        answer given for the first (an approval delivered twice never approves more).
         """
         if self.code is None:
             failure = self.failure or InvalidArguments("no code")
             return await self._tool._fail(_Attempt(None, self.tool_call_id, ""), failure, None)
-        return await self._tool._execute(self.code, self.tool_call_id, signal, approved)
+        return await self._tool._execute(self.code, self.tool_call_id, signal, approved, suspension_id)
 
 
 @dataclass(frozen=True)
@@ -199,6 +206,8 @@ class _Attempt:
     spent_ms: int = 0
     """Run time used before this part began (a resumed run's earlier part)."""
     first_ordinal: int = 0
+    resumed: bool = False
+    """Whether this is the rest of a paused run."""
     execution: Execution | None = None
     """Set once the program is dispatched."""
 
@@ -332,7 +341,12 @@ class ExecuteTool:
         return code
 
     async def _execute(
-        self, code: str, tool_call_id: str | None, caller_signal: AbortSignal | None, approved: bool | None = None
+        self,
+        code: str,
+        tool_call_id: str | None,
+        caller_signal: AbortSignal | None,
+        approved: bool | None = None,
+        suspension_id: str | None = None,
     ) -> ToolResult:
         with self._hold():
             suspensions = self._services.suspensions
@@ -340,7 +354,9 @@ class ExecuteTool:
             if suspensions is not None and tool_call_id is not None:
                 # A framework that replays a tool call after approval resumes the paused run.
                 try:
-                    replayed = await self._replayed(suspensions, code, tool_call_id, caller_signal, approved)
+                    replayed = await self._replayed(
+                        suspensions, code, tool_call_id, caller_signal, approved, suspension_id
+                    )
                 except StoreUnavailable as exc:
                     # Unknown whether this call paused before: running it again could repeat its writes.
                     return await self._fail(attempt, Unknown(), exc)
@@ -391,24 +407,55 @@ class ExecuteTool:
         tool_call_id: str,
         signal: AbortSignal | None,
         approved: bool | None = None,
+        suspension_id: str | None = None,
     ) -> ToolResult | None:
         """The outcome for a tool call that paused before, or ``None`` when this one is new.
 
         A paused call of this code that has expired, or whose record fails its seal, is not
         new either: it is refused, never run from the start again.
         """
-        session_id = self._services.session_id
-        found = await suspensions.stored(lambda: suspensions.store.find(session_id, tool_call_id))
-        for stored in found:
-            record = await _unsealed(suspensions, stored)
-            if record is not None and record.code != code:
-                continue  # another program under the same tool call id
+        paused = await self._paused_record(suspensions, code, tool_call_id)
+        if paused is not None:
+            stored, record = paused
             if record is None or record.expires_at <= now():
                 return await self.resume(stored.id, signal=signal)  # refused as tampered or expired
+            # A decision given for another pause (the one before this, delivered twice) must not
+            # decide this one: it is asked again. A decision naming no pause is for the first.
+            meant_for_another = stored.id != suspension_id if suspension_id is not None else record.resumed
+            if meant_for_another:
+                approved = None
             if approved is None and stored.decision is None:
                 suspension = record.suspension()  # still waiting: the same answer, nothing runs
                 return ToolResult(text=suspension.model_text(), is_error=False, suspension=suspension)
             return await self.resume(stored.id, approved=approved, signal=signal)
+        return None
+
+    async def paused(self, code: str, tool_call_id: str) -> Suspension | None:
+        """The unexpired suspension this tool call's run of ``code`` waits in, if any; nothing runs.
+
+        For an adapter that must check which pause an approval was given for before it
+        resumes one (see :meth:`resume`). Raises :class:`~mycelium.suspend.StoreUnavailable`
+        when the store fails.
+        """
+        suspensions = self._services.suspensions
+        if suspensions is None:
+            return None
+        with self._hold():
+            paused = await self._paused_record(suspensions, code, tool_call_id)
+        if paused is None or paused[1] is None or paused[1].expires_at <= now():
+            return None
+        return paused[1].suspension()
+
+    async def _paused_record(
+        self, suspensions: Suspensions, code: str, tool_call_id: str
+    ) -> tuple[StoredSuspension, SuspensionRecord | None] | None:
+        """The newest suspension of this tool call whose record is this code's (or fails its seal)."""
+        session_id = self._services.session_id
+        found = await suspensions.stored(lambda: suspensions.store.find(session_id, tool_call_id))
+        for stored in found:
+            record = await _unsealed(suspensions, stored)
+            if record is None or record.code == code:  # else: another program under the same tool call id
+                return stored, record
         return None
 
     async def _check(
@@ -490,6 +537,7 @@ class ExecuteTool:
             logs=list(logs),
             spent_ms=record.spent_ms if spent_ms is None else spent_ms,
             first_ordinal=record.next_ordinal,
+            resumed=True,
         )
         return attempt, _Resumption(record.id, record.state, calls, claim)
 
@@ -587,6 +635,7 @@ class ExecuteTool:
             calls=paused_calls(deferred),
             logs=tuple(attempt.logs),
             state=state,
+            resumed=attempt.resumed,
         )
         limit = suspensions.max_state_bytes
         try:

@@ -117,6 +117,9 @@ class SuspensionRecord:
     logs: tuple[str, ...]
     """What the program printed before the pause: the resumed result carries it too."""
     state: bytes
+    resumed: bool = False
+    """Whether the run had resumed before it paused here: a decision replayed with its tool call
+    (which names no suspension) decides only a first pause, never this one."""
 
     def suspension(self) -> Suspension:
         """The host-facing view of the pending call."""
@@ -240,6 +243,7 @@ class Suspensions:
                 "modules": dict(record.modules),
                 "calls": [call.__dict__ for call in record.calls],
                 "logs": list(record.logs),
+                "resumed": record.resumed,
             },
             separators=(",", ":"),
             allow_nan=False,
@@ -278,6 +282,7 @@ class Suspensions:
                 calls=tuple(PausedCall(**call) for call in header["calls"]),
                 logs=tuple(str(line) for line in header["logs"]),
                 state=body[end:],
+                resumed=header["resumed"] is True,
             )
         except (ValueError, TypeError, KeyError):
             return None  # sealed by us yet unreadable: a record of another version

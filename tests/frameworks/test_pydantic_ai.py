@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -64,7 +65,9 @@ async def test_an_approved_delete_resumes_the_program_and_every_write_happens_on
 
     second = await agent.run(
         message_history=first.all_messages(),
-        deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: True}),
+        deferred_tool_results=DeferredToolResults(
+            approvals={request.tool_call_id: True}, metadata=first.output.metadata
+        ),
     )
 
     assert f'"gone":{{"deleted":{pending["arguments"]["id"]}}},"last":{{"id":4}}}}' in second.output
@@ -84,7 +87,9 @@ async def test_a_denied_delete_never_runs_and_nothing_after_it_runs(app: App) ->
     (request,) = first.output.approvals
     second = await agent.run(
         message_history=first.all_messages(),
-        deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: ToolDenied("not that one")}),
+        deferred_tool_results=DeferredToolResults(
+            approvals={request.tool_call_id: ToolDenied("not that one")}, metadata=first.output.metadata
+        ),
     )
 
     assert second.output == "not that one"
@@ -155,3 +160,45 @@ async def test_the_hosts_direct_tools_are_offered_beside_execute_and_called_by_t
         result = await Agent(FunctionModel(model), toolsets=[MyceliumToolset(extra)]).run("what time is it?")
     assert offered == ["execute", "now"]
     assert result.output == '"09:30"'
+
+
+TWO_DELETES = """
+one = await crm.create(title="one")
+two = await crm.create(title="two")
+return [await crm.delete(id=one["id"]), await crm.delete(id=two["id"])]
+"""
+
+
+async def test_each_pause_of_one_program_is_approved_on_its_own_and_each_write_happens_once(app: App) -> None:
+    agent = agent_for(app.runtime, ScriptedModel(TWO_DELETES))
+    result = await agent.run("delete both")
+    shown = []
+    while isinstance(result.output, DeferredToolRequests):
+        (request,) = result.output.approvals
+        shown.append(result.output.metadata[request.tool_call_id]["arguments"])
+        answer = DeferredToolResults(approvals={request.tool_call_id: True}, metadata=result.output.metadata)
+        result = await agent.run(message_history=result.all_messages(), deferred_tool_results=answer)
+
+    assert shown == [{"id": 1}, {"id": 2}]
+    assert result.output == '[{"deleted":1},{"deleted":2}]'
+    assert [entry[:2] for entry in app.crm.journal()] == [
+        ("create", "one"),
+        ("create", "two"),
+        ("delete", "1"),
+        ("delete", "2"),
+    ]
+
+
+async def test_an_approval_that_does_not_name_its_pause_is_refused_and_runs_nothing(app: App) -> None:
+    agent = agent_for(app.runtime, ScriptedModel(PROGRAM))
+    first = await agent.run("tidy my notes")
+    assert isinstance(first.output, DeferredToolRequests)
+    (request,) = first.output.approvals
+
+    with pytest.raises(UserError, match=r"metadata=requests\.metadata"):
+        await agent.run(
+            message_history=first.all_messages(),
+            deferred_tool_results=DeferredToolResults(approvals={request.tool_call_id: True}),
+        )
+    assert app.crm.ran("delete") == 0
+    app.assert_released()

@@ -150,7 +150,7 @@ class MyceliumTool(BaseTool):
                     "it and everything after it did not run; everything before it did. "
                     "Do not retry it unless they ask you to."
                 )
-            result = await prepared.execute(approved=True)
+            result = await prepared.execute(approved=True, suspension_id=result.suspension.id)
         return _answer(result)
 
 

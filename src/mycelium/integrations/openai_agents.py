@@ -57,15 +57,17 @@ to approve in another process, give the runtime a store every process shares
 (``SqliteSuspensions``, ``PostgresSuspensions``), open a block there and load the state with
 ``RunState.from_json`` and an agent using that block's tools. A call approved after its
 pause is gone (purged, lost with the process, or already resumed because the same saved
-state was approved and run twice) runs nothing: the model reads that the paused run
-cannot continue.
+state was approved and run twice) runs nothing. An approval applies only to the pause it
+was asked for: when the program has since paused again, the new pause is asked about
+through ``resume``, never approved by the old answer.
 
 The program runs in the approval check, so before the SDK's tool start hooks and tool
-input guardrails (a guardrail cannot stop it). Each pause is its own decision: approving
-``execute`` with ``always_approve=True`` does not approve later programs' confirm calls:
-later ``execute`` calls arrive approved with no paused run to continue, and are refused
-without running. To let confirm operations run without asking, say so in the host's
-``Access(confirm=...)``.
+input guardrails (a guardrail cannot stop it). Each pause is its own decision: a standing
+approval (``always_approve=True``) approves no confirm call. The SDK then skips the check,
+so an ``execute`` runs its program in the tool, and a pause there goes the ``resume`` way;
+an always-approved ``resume`` decides nothing, and the pause waits for a decision the host
+records (``Runtime.decide``). To let confirm operations run without asking, say so in the
+host's ``Access(confirm=...)``.
 
 Install with ``pip install 'mycelium-runtime[openai-agents]'``.
 """
@@ -74,6 +76,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import secrets
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
@@ -135,13 +138,19 @@ class MyceliumTools:
         self._access = access
         self._lease: Lease | None = None
         self._tools: tuple[FunctionTool, ...] = ()
-        # Results of programs that finished in the approval check, until the SDK asks the tool for them.
-        self._finished: dict[str, ToolResult] = {}
+        # Results of programs that finished in the approval check, until the SDK asks the tool for
+        # them: keyed by call id and arguments, since runs sharing a block may reuse call ids.
+        self._finished: dict[tuple[str, str], ToolResult] = {}
+        self._entering = False
 
     async def __aenter__(self) -> Self:
-        if self._lease is not None:
+        if self._lease is not None or self._entering:
             raise RuntimeError("MyceliumTools is already entered: one block at a time")
-        lease = await self._runtime.acquire(session=self._session, access=self._access)
+        self._entering = True  # before the await, so a concurrent entry is refused, not a lease lost
+        try:
+            lease = await self._runtime.acquire(session=self._session, access=self._access)
+        finally:
+            self._entering = False
         self._lease = lease
         if self._tools:
             # An agent made in an earlier block keeps these tools: its next request describes this lease.
@@ -230,16 +239,26 @@ class MyceliumTools:
         result = await self._prepared(call_id, arguments).execute()
         if result.suspension is not None:
             return True
-        self._finished[call_id] = result
+        self._finished[call_id, _canonical(arguments)] = result
         return False
 
     async def _invoke_execute(self, context: ToolContext[Any], arguments: str) -> str:
         """The program's output: checked already, or resumed with the person's approval."""
-        result = self._finished.pop(context.tool_call_id, None)
+        parsed = _arguments(arguments)
+        result = self._finished.pop((context.tool_call_id, _canonical(parsed)), None) if parsed is not None else None
         if result is None:
-            approved = True if context.is_tool_approved(EXECUTE, context.tool_call_id) else None
-            # Approved, the same call id and code resume the paused program: nothing that ran runs again.
-            result = await self._prepared(context.tool_call_id, arguments).execute(approved=approved)
+            prepared = self._prepared(context.tool_call_id, arguments)
+            if _approved_here(context, EXECUTE):
+                # The same call id and code resume the pause it was asked for: nothing that ran runs again.
+                result = await prepared.execute(approved=True)
+            elif _standing(context, EXECUTE):
+                result = await prepared.execute()  # the SDK skipped the check: the program runs here
+            else:
+                # The check ran this program and its result is gone: running it again could repeat its writes.
+                return (
+                    "The program's result was lost before it reached you; whether its operations ran is unknown. "
+                    "Check their effects before running it again."
+                )
         return _output(result)
 
     async def _resume_needs_approval(
@@ -259,7 +278,7 @@ class MyceliumTools:
         suspension_id = (_arguments(arguments) or {}).get("suspension_id")
         if not isinstance(suspension_id, str):
             return f'The {RESUME} call was malformed: call it with {{"suspension_id": "<the id the pause named>"}}.'
-        approved = True if context.is_tool_approved(RESUME, context.tool_call_id) else None
+        approved = True if _approved_here(context, RESUME) else None
         # Without the SDK's approval only a decision the host recorded (Runtime.decide) lets it go on.
         result = await self._held().execute_tool.resume(suspension_id, approved=approved)
         return _output(result)
@@ -285,6 +304,20 @@ def _output(result: ToolResult) -> str:
         "can decide; once they approve, the program continues where it stopped."
     )
     return model_output(dataclasses.replace(result, text=text))
+
+
+def _approved_here(context: ToolContext[Any], tool: str) -> bool:
+    """Whether a person approved this very call: a standing approval answers for calls nobody saw."""
+    return bool(context.is_tool_approved(tool, context.tool_call_id)) and not _standing(context, tool)
+
+
+def _standing(context: ToolContext[Any], tool: str) -> bool:
+    """Whether every call of ``tool`` is approved in advance (``always_approve``): asked of a call id nobody made."""
+    return bool(context.is_tool_approved(tool, f"unseen-{secrets.token_hex(8)}"))
+
+
+def _canonical(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
 
 
 def _raw(raw_item: object, name: str) -> object:

@@ -5,35 +5,64 @@ is all it takes. Each agent run holds one lease, acquired when the run enters th
 and released when it leaves it. A ``confirm`` operation that the host defers
 (``Access(confirm=defer)`` with ``Runtime(suspensions=...)``) pauses the program and ends
 the tool call with pydantic-ai's ``ApprovalRequired``; its metadata names the pending
-operation and its arguments. Continue the agent with
-``DeferredToolResults(approvals={tool_call_id: True})``: the program resumes where it
-stopped, with the approved call. A denied call is never resumed (pydantic-ai tells the
-model itself); the paused run expires unresumed and nothing more of it runs.
+operation and its arguments, and the ``suspension_id`` of the pause. Continue the agent
+with ``DeferredToolResults(approvals={tool_call_id: True}, metadata=requests.metadata)``:
+the metadata binds each approval to the pause the person was shown, so the program resumes
+where it stopped, with exactly that call. An approval without it is refused with
+``UserError``; one for a pause that is no longer current (an approval delivered twice, after
+the program paused again) decides nothing, and the current pause is asked again. A denied
+call is never resumed (pydantic-ai tells the model itself); the paused run expires
+unresumed (or ``Runtime.discard`` drops it) and nothing more of it runs.
 
 Install with ``pip install 'mycelium-runtime[pydantic-ai]'``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import anyio
 from pydantic_ai import RunContext
-from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry, UserError
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import SchemaValidator, core_schema
 
 from ..access import Access
 from ..context import Session
 from ..execute import ToolCall
 from ..runtime import Lease, Runtime
+from ..suspend import Suspension
 from . import MODEL_FIXABLE, model_output
 
 __all__ = ["MyceliumToolset"]
 
-# The arguments are checked by execute itself, with messages a model can act on.
-_ARGUMENTS = SchemaValidator(core_schema.dict_schema(keys_schema=core_schema.str_schema()))
+_RAW = "\x00raw"
+"""Where arguments that are not a JSON object travel to the tool, which answers them itself."""
+
+
+class _Unchecked:
+    """Accepts any arguments, so pydantic-ai never spends a retry (or ends the run) on them.
+
+    The tools check their arguments themselves, with a message the model can act on.
+    """
+
+    def validate_json(
+        self, input: str | bytes | bytearray, *, allow_partial: bool | str = False, **kwargs: Any
+    ) -> dict[str, Any]:
+        text = input if isinstance(input, str) else bytes(input).decode(errors="replace")
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return {_RAW: text}
+        return parsed if isinstance(parsed, dict) else {_RAW: text}
+
+    def validate_python(self, input: Any, *, allow_partial: bool | str = False, **kwargs: Any) -> dict[str, Any]:
+        return input if isinstance(input, dict) else {_RAW: json.dumps(input, default=repr)}
+
+
+_ARGUMENTS = _Unchecked()
 
 
 class MyceliumToolset(AbstractToolset[Any]):
@@ -65,6 +94,7 @@ class MyceliumToolset(AbstractToolset[Any]):
         self._max_retries = max_retries
         self._lease: Lease | None = None
         self._entered = 0
+        self._entering = anyio.Lock()  # two tasks entering at once share one lease
 
     @property
     def id(self) -> str | None:
@@ -82,9 +112,10 @@ class MyceliumToolset(AbstractToolset[Any]):
         )
 
     async def __aenter__(self) -> MyceliumToolset:
-        if self._entered == 0:
-            self._lease = await self._runtime.acquire(session=self._session, access=self._access)
-        self._entered += 1
+        async with self._entering:
+            if self._entered == 0:
+                self._lease = await self._runtime.acquire(session=self._session, access=self._access)
+            self._entered += 1
         return self
 
     async def __aexit__(self, *args: Any) -> bool | None:
@@ -117,24 +148,16 @@ class MyceliumToolset(AbstractToolset[Any]):
     ) -> Any:
         """Run the program (or the direct tool); pause for approval, ask for a retry, or answer with its output."""
         lease = self._held()
+        arguments = tool_args.get(_RAW, tool_args)
         direct = next((candidate for candidate in lease.tools if candidate.definition.name == name), None)
         if direct is not None:
-            result = await direct.call(tool_args, tool_call_id=ctx.tool_call_id)
+            result = await direct.call(arguments, tool_call_id=ctx.tool_call_id)
         else:
-            prepared = lease.execute_tool.prepare(ToolCall(id=ctx.tool_call_id, name=name, arguments=tool_args))
-            result = await prepared.execute(approved=True if ctx.tool_call_approved else None)
+            prepared = lease.execute_tool.prepare(ToolCall(id=ctx.tool_call_id, name=name, arguments=arguments))
+            shown = _shown(ctx) if ctx.tool_call_approved else None
+            result = await prepared.execute(approved=True if shown else None, suspension_id=shown)
         if result.suspension is not None:
-            pending = result.suspension
-            raise ApprovalRequired(
-                metadata={
-                    "suspension_id": pending.id,
-                    "module_id": pending.module_id,
-                    "path": pending.path,
-                    "access": pending.access,
-                    "arguments": pending.arguments,
-                    "expires_at": pending.expires_at.isoformat(),
-                }
-            )
+            raise ApprovalRequired(metadata=_metadata(result.suspension))
         fixable = result.failure is not None and result.failure.code in MODEL_FIXABLE
         if fixable and ctx.retry < tool.max_retries:
             raise ModelRetry(model_output(result))
@@ -144,3 +167,27 @@ class MyceliumToolset(AbstractToolset[Any]):
         if self._lease is None:
             raise RuntimeError("MyceliumToolset is used outside an agent run: enter it first")
         return self._lease
+
+
+def _metadata(pending: Suspension) -> dict[str, Any]:
+    """What pydantic-ai's approval request carries: the pause and its call, for the person."""
+    return {
+        "suspension_id": pending.id,
+        "module_id": pending.module_id,
+        "path": pending.path,
+        "access": pending.access,
+        "arguments": pending.arguments,
+        "expires_at": pending.expires_at.isoformat(),
+    }
+
+
+def _shown(ctx: RunContext[Any]) -> str:
+    """The pause an approval was given for, from the metadata the host passed back with it."""
+    metadata = ctx.tool_call_metadata
+    shown = metadata.get("suspension_id") if isinstance(metadata, dict) else None
+    if not isinstance(shown, str):
+        raise UserError(
+            "approve a paused execute with DeferredToolResults(approvals=..., metadata=requests.metadata), "
+            "so each approval names the pause the person was shown (its 'suspension_id')"
+        )
+    return shown
