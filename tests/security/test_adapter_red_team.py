@@ -136,11 +136,13 @@ async def test_pydantic_ai_an_approval_runs_only_the_program_that_paused(app: Ap
             ModelResponse(parts=[ToolCallPart("execute", {"code": paused_code}, "never-ran")]),
         ]
         approvals: dict[str, bool | ToolApproved] = {"never-ran": True}
+        metadata = {"never-ran": {"suspension_id": "a-suspension-nobody-made"}}
         paused = None
     else:
         first = await agent.run("delete one")
         assert isinstance(first.output, DeferredToolRequests)
         paused = first.output.metadata["c1"]["suspension_id"]
+        metadata = first.output.metadata
         history = first.all_messages()
         if how == "other code":  # the stored history is edited between the pause and the approval
             history[-1] = ModelResponse(parts=[ToolCallPart("execute", {"code": other_code}, "c1")])
@@ -148,7 +150,9 @@ async def test_pydantic_ai_an_approval_runs_only_the_program_that_paused(app: Ap
         else:
             approvals = {"c1": ToolApproved(override_args={"code": other_code})}
 
-    result = await agent.run(message_history=history, deferred_tool_results=DeferredToolResults(approvals=approvals))
+    result = await agent.run(
+        message_history=history, deferred_tool_results=DeferredToolResults(approvals=approvals, metadata=metadata)
+    )
 
     assert isinstance(result.output, str)
     assert "cannot continue" in result.output
@@ -167,9 +171,8 @@ async def test_pydantic_ai_an_approval_delivered_to_another_sessions_agent_runs_
     assert isinstance(first.output, DeferredToolRequests)
     theirs = pydantic_agent(MyceliumToolset(app.runtime, session=Session("theirs")))
 
-    result = await theirs.run(
-        message_history=first.all_messages(), deferred_tool_results=DeferredToolResults(approvals={"c1": True})
-    )
+    approval = DeferredToolResults(approvals={"c1": True}, metadata=first.output.metadata)
+    result = await theirs.run(message_history=first.all_messages(), deferred_tool_results=approval)
 
     assert isinstance(result.output, str)
     assert "cannot continue" in result.output
