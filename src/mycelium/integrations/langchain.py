@@ -6,8 +6,11 @@
 
 The block holds one lease (released when it ends, also on failure and cancellation); the
 tool is named ``execute``, takes ``{"code": ...}`` and carries the lease's description.
-LangChain's tool call id becomes the execute's, so a tool call LangGraph runs again is a
-replay, never a second run. The model reads :func:`~mycelium.integrations.model_output`.
+LangChain's tool call id becomes the execute's, so a tool call LangGraph runs again while
+its program is paused is a replay that runs nothing again. Once the program has finished,
+its pause is gone: a rerun of the node from an earlier checkpoint (time travel) runs the
+call anew, and its operations see the same tool call id and ordinals as the first time, so
+one that must not repeat can tell. The model reads :func:`~mycelium.integrations.model_output`.
 A program the model can fix (:data:`~mycelium.integrations.MODEL_FIXABLE`) comes back as
 an error ``ToolMessage`` (``status="error"``); every other outcome, a host or sandbox
 failure included, is an ordinary tool result, so no guest failure ever ends the graph.
