@@ -12,6 +12,7 @@ nothing that already ran runs again.
 from __future__ import annotations
 
 from ..execute import ToolResult
+from ..text import printed
 
 __all__ = ["MODEL_FIXABLE", "model_output"]
 
@@ -23,8 +24,9 @@ def model_output(result: ToolResult) -> str:
     """What the model reads for one execute: the result's text, then what the program printed.
 
     The printed lines follow a blank line and a ``Printed:`` line, so a model can tell the
-    value (or the failure) from the output.
+    value (or the failure) from the output; past :data:`~mycelium.text.MAX_PRINTED_CHARS`
+    they are cut, with a line saying how much.
     """
     if not result.logs:
         return result.text
-    return result.text + "\n\nPrinted:\n" + "\n".join(result.logs)
+    return result.text + "\n\nPrinted:\n" + printed(result.logs)

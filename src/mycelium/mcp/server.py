@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..errors import new_reference
 from ..execute import ToolCall, ToolResult
 from ..options import check_int
+from ..text import printed
 from .catalog import McpCatalogProvider, McpExecutionContext
 from .elicitation import RequestAccess
 from .http import Answered, pin_initialize, releasing, request_id, send_error, stays_connected, watch
@@ -71,7 +72,6 @@ _SDK_STREAM_KEYS = frozenset({"_GET_stream"})
 _MAX_HELD_IDS = 1_024
 _METHODS = frozenset({"POST", "GET", "DELETE"})
 _TOUCH_EVERY_S = 1.0
-_MAX_LOG_CHARS = 16_384
 
 # Over stdio there is no HTTP request to read the principal from: it is the server's configured one.
 _STDIO_PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("mycelium_mcp_stdio_principal")
@@ -544,10 +544,7 @@ class McpServer:
 def _tool_result(result: ToolResult) -> types.CallToolResult:
     content = [types.TextContent(type="text", text=result.text)]
     if result.logs:
-        printed = "\n".join(result.logs)
-        if len(printed) > _MAX_LOG_CHARS:
-            printed = printed[:_MAX_LOG_CHARS] + f"\n... ({len(printed) - _MAX_LOG_CHARS} more characters cut)"
-        content.append(types.TextContent(type="text", text=f"print output:\n{printed}"))
+        content.append(types.TextContent(type="text", text=f"print output:\n{printed(result.logs)}"))
     return types.CallToolResult(content=content, is_error=result.is_error)
 
 
