@@ -5,19 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 
-from frameworks.scenario import App, mail
-from mycelium import MemorySuspensions
-from suspend_worker import Crm, host
+from frameworks.scenario import App, hosted
 
 
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[App]:
-    """The scenario's host for one test (every confirmation deferred to the person), closed after it."""
-    crm = Crm(tmp_path / "crm.sqlite")
-    runtime = host(crm, MemorySuspensions(), extra=[mail()])
-    yield App(runtime, crm)
-    with anyio.fail_after(10):
-        await runtime.close()
+    """The scenario's host for one test."""
+    async with hosted(tmp_path) as held:
+        yield held

@@ -9,14 +9,16 @@ SQLite file whose journal records every operation that ran, so a test counts wri
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 
-from mycelium import Module, Runtime
+from mycelium import MemorySuspensions, Module, Runtime
 from mycelium.sandbox.monty import MontySandbox
-from suspend_worker import Crm
+from suspend_worker import Crm, host
 
 PROGRAM = """
 import asyncio
@@ -100,3 +102,13 @@ async def assert_released_on_cancel(run: Callable[[Runtime], Awaitable[object]])
             await started.wait()
             group.cancel_scope.cancel()
         assert runtime.leases_held == 0
+
+
+@asynccontextmanager
+async def hosted(tmp_path: Path) -> AsyncIterator[App]:
+    """The scenario's host (every confirmation deferred to the person), closed after the block."""
+    crm = Crm(tmp_path / "crm.sqlite")
+    runtime = host(crm, MemorySuspensions(), extra=[mail()])
+    yield App(runtime, crm)
+    with anyio.fail_after(10):
+        await runtime.close()

@@ -39,7 +39,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from frameworks.scenario import App, mail
+from frameworks.scenario import App, hosted
 from frameworks.test_langchain import CONFIG, ask
 from frameworks.test_langchain import ScriptedModel as ScriptedChatModel
 from frameworks.test_langchain import answer as approve_the_interrupt
@@ -74,12 +74,9 @@ DSN_SECRET = "postgres://admin:hunter2@db.internal:5432/suspensions"
 
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[App]:
-    """The frameworks' host (every confirmation deferred to the person), closed after the test."""
-    crm = Crm(tmp_path / "crm.sqlite")
-    runtime = crm_host(crm, MemorySuspensions(), extra=[mail()])
-    yield App(runtime, crm)
-    with anyio.fail_after(10):
-        await runtime.close()
+    """The frameworks' shared host for one test."""
+    async with hosted(tmp_path) as held:
+        yield held
 
 
 def deletes(app: App) -> list[str]:
