@@ -18,6 +18,7 @@ from .errors import (
     MyceliumError,
     OperationFailed,
     RuntimeClosed,
+    ToolError,
     UnknownOperation,
 )
 from .execute import ExecuteTool, PreparedExecute, ToolCall, ToolDefinition, ToolResult
@@ -90,6 +91,7 @@ __all__ = [
     "Suspensions",
     "ToolCall",
     "ToolDefinition",
+    "ToolError",
     "ToolResult",
     "UnknownOperation",
     "defer",

@@ -20,7 +20,7 @@ from typing import Literal, TypeAlias
 from . import tracing
 from .access import AccessGate, AccessRefusal, Decision, DecisionDeferred
 from .context import InvocationContext
-from .errors import InvalidInput, OperationFailed, new_reference
+from .errors import InvalidInput, OperationFailed, ToolError, new_reference
 from .graph import InstalledModule, InstalledOperation, OperationGraph
 from .hooks import notify
 from .operations import SchemaViolation
@@ -101,6 +101,9 @@ class Invoker:
             except InvalidInput:
                 tracing.outcome(span, "invalid-input", failed=False)
                 raise
+            except ToolError:
+                tracing.outcome(span, "tool-error", failed=False)
+                raise
             except OperationFailed as exc:
                 tracing.outcome(span, "failed", failed=True, reference=exc.reference)
                 raise
@@ -157,6 +160,8 @@ class Invoker:
         # the error may travel towards a guest, the evidence may not.
         if stage == "decode" and isinstance(caught, SchemaViolation):
             raise InvalidInput(target.path, caught.errors)
+        if stage == "execute" and isinstance(caught, ToolError):
+            raise ToolError(caught.message, origin=caught.origin, path=target.path)  # for the caller, as written
         raise await self._host_failure(target, context, stage, caught)
 
     async def _host_failure(

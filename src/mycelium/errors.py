@@ -19,6 +19,7 @@ __all__ = [
     "MyceliumError",
     "OperationFailed",
     "RuntimeClosed",
+    "ToolError",
     "UnknownOperation",
     "new_reference",
 ]
@@ -65,6 +66,27 @@ class OperationFailed(MyceliumError):
         self.path = path
         self.reference = reference
         super().__init__(f"{path} failed on the host (reference {reference}).")
+
+
+class ToolError(MyceliumError):
+    """An operation's own failure, written for its caller: raise it with a message the model can act on.
+
+    Any other exception an operation raises is a host failure, and its caller sees only a
+    reference. This one's message reaches the caller (a guest program gets a
+    ``RuntimeError``), cut to :data:`MAX_ERROR_MESSAGE_CHARS`, with the operation's path in
+    front. Nothing else of the host goes with it, so build the message only from what the
+    caller may read. ``origin`` says who wrote the message when it is not the host (an
+    upstream MCP server, say): the caller is told it comes from there.
+    """
+
+    def __init__(self, message: str, *, origin: str | None = None, path: str | None = None) -> None:
+        self.message = clip(str(message), MAX_ERROR_MESSAGE_CHARS)
+        self.origin = origin
+        self.path = path
+        said = f"{path} failed" if path else "the operation failed"
+        if origin:
+            said += f"; {clip(origin, MAX_ERROR_ITEM_CHARS)} says"
+        super().__init__(f"{said}: {self.message}")
 
 
 class LeaseReleased(MyceliumError):

@@ -19,7 +19,7 @@ from typing import Any
 from .access import AccessRefusal
 from .bindings import Invoker
 from .context import InvocationContext
-from .errors import DefinitionError, InvalidInput, OperationFailed
+from .errors import DefinitionError, InvalidInput, OperationFailed, ToolError
 from .execute import ToolDefinition, ToolResult, bounded_json
 from .failures import InvalidArguments
 from .graph import InstalledOperation, install_alone
@@ -116,6 +116,8 @@ class GatedTool:
                 return ToolResult.failed(InvalidArguments(str(exc), tool=self.definition.name))
             except OperationFailed as exc:
                 return ToolResult.failed(failure_from_exception(exc))
+            except ToolError as exc:  # the operation's own message, written for the model
+                return ToolResult(text=str(exc), is_error=True)
             if isinstance(outcome, AccessRefusal):
                 value = outcome.to_json()
                 return ToolResult(text=dumps_compact(value), is_error=False, value=value)  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ from pydantic_monty import (
 
 from ..access import DecisionDeferred
 from ..bindings import BindingCallback
-from ..errors import InvalidInput, OperationFailed
+from ..errors import InvalidInput, OperationFailed, ToolError
 from ..failures import (
     BadResponse,
     DeadlineExceeded,
@@ -595,6 +595,8 @@ class _Call:
             return await self.pending
         except InvalidInput as exc:
             raise ValueError(str(exc)) from None
+        except ToolError as exc:
+            raise RuntimeError(str(exc)) from None
         except OperationFailed as exc:
             self.failure = exc
             raise RuntimeError(str(exc)) from None
