@@ -3,6 +3,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Third-party MCP servers for tests/thirdparty, pinned one `package@version` a line; git ignores the folder.
+NODE_SERVERS := .thirdparty
+NODE_PINS := tests/thirdparty/npm-packages.txt
 
 .PHONY: run test
 
@@ -11,7 +14,7 @@ run: $(VENV)/.run-installed
 	$(BIN)/python examples/quickstart.py
 	$(BIN)/mycelium serve examples/notes_app.py
 
-test: $(VENV)/.dev-installed
+test: $(VENV)/.dev-installed $(NODE_SERVERS)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
@@ -27,3 +30,14 @@ $(VENV)/.run-installed: pyproject.toml | $(BIN)/python
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@ $(VENV)/.run-installed
+
+# Re-run only when the pins change. Without npm, or when the install fails (offline), the
+# tests that need these servers skip and say why; nothing else depends on them.
+$(NODE_SERVERS)/.installed: $(NODE_PINS)
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "npm not found: tests/thirdparty will skip"; \
+	elif npm install --no-audit --no-fund --prefix $(NODE_SERVERS) $$(cat $(NODE_PINS)); then \
+		cp $(NODE_PINS) $@; \
+	else \
+		echo "npm install failed: tests/thirdparty will skip"; \
+	fi
