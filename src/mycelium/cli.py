@@ -2,7 +2,10 @@
 
 ``APP`` names an :class:`~mycelium.mcp.McpCatalog`, or a zero-argument factory (sync or
 async) returning one, as ``package.module:attribute`` or ``path/to/app.py:attribute``;
-the attribute defaults to ``create_catalog``. Over Streamable HTTP (the default) the
+the attribute defaults to ``create_catalog``. Instead of ``APP``, every verb takes
+``--config FILE``: the ``mcpServers`` JSON config desktop agents use (see
+:mod:`mycelium.mcp.config`); its servers become one catalog, owned by the person running
+the command. Over Streamable HTTP (the default) the
 catalog is served at ``/mcp`` with uvicorn, behind a bearer token; over stdio it is
 served to the one client that launched the process.
 
@@ -56,6 +59,7 @@ from .mcp import (
     bearer_tokens,
     create_mcp,
 )
+from .mcp.config import McpConfigError, create_config_catalog, read_config
 from .modules import Module
 from .values import dumps_compact
 
@@ -64,6 +68,7 @@ __all__ = [
     "AppError",
     "AppSpec",
     "ServeError",
+    "Target",
     "cli",
     "load_catalog",
     "main",
@@ -111,6 +116,17 @@ class Transport(enum.StrEnum):
 
     http = "http"
     stdio = "stdio"
+
+
+CONFIG_OPTION = typer.Option(
+    "--config",
+    metavar="FILE",
+    help="An mcpServers JSON config (Claude Desktop's, Claude Code's .mcp.json, Cursor's mcp.json), "
+    "instead of APP: one catalog of every MCP server it names, owned by you. A relative cwd in it is "
+    "relative to the file's folder.",
+    dir_okay=False,
+    show_default=False,
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,6 +272,46 @@ async def load_catalog(app: str) -> McpCatalogProvider:
     return await resolve_catalog(value, str(spec))
 
 
+@dataclass(frozen=True)
+class Target:
+    """What a verb serves or runs against: ``APP``, or an ``mcpServers`` config file."""
+
+    app: str | None = None
+    config: Path | None = None
+
+    async def load(self) -> tuple[McpCatalogProvider, str]:
+        """The catalog, and how to name it to a person (no secret). Raises :class:`AppError`."""
+        if self.config is None:
+            assert self.app is not None
+            return await load_catalog(self.app), self.app
+        try:
+            servers = read_config(self.config)
+            catalog = create_config_catalog(servers)
+        except McpConfigError as exc:
+            raise AppError(f"{self.config}: {exc}") from None
+        keys = [key if key.isprintable() else repr(key) for key in (server.key for server in servers)]
+        count = f"{len(keys)} MCP server{'' if len(keys) == 1 else 's'}"
+        return catalog, f"{count} from {self.config.name} ({', '.join(keys)})"
+
+    def launch_args(self) -> list[str]:
+        """The arguments that serve this target again from any folder."""
+        if self.config is None:
+            assert self.app is not None
+            return [_app_for_launch(self.app)]
+        return ["--config", str(self.config.resolve())]
+
+
+def _choose(app: str | None, config: Path | None, *rest: str | None) -> tuple[Target, tuple[str | None, ...]]:
+    """``APP`` or ``--config FILE``, exactly one; with ``--config`` the arguments after APP move up one place."""
+    if config is None:
+        if app is None:
+            raise typer.BadParameter("give APP, or --config FILE for an mcpServers config", param_hint="APP")
+        return Target(app=app), rest
+    if (rest[-1] if rest else app) is not None:
+        raise typer.BadParameter("give APP or --config FILE, not both", param_hint="APP / --config")
+    return Target(config=config), (app, *rest[:-1]) if rest else ()
+
+
 # ---------------------------------------------------------------------------------------------
 # Printing
 
@@ -281,7 +337,9 @@ def _app_for_launch(app: str) -> str:
     return f"{spec.file.resolve()}:{spec.attribute}"
 
 
-def _print_banner(out: Console, *, app: str, name: str, url: str, token: str, token_source: str, cwd: str) -> None:
+def _print_banner(
+    out: Console, *, target: Target, label: str, name: str, url: str, token: str, token_source: str, cwd: str
+) -> None:
     if token_source == "generated":
         shown, note = token, f"generated for this run; set {TOKEN_ENV} to choose one"
         header = f"Bearer {token}"
@@ -292,7 +350,7 @@ def _print_banner(out: Console, *, app: str, name: str, url: str, token: str, to
         shown, note = "(not shown)", f"from {TOKEN_ENV}" if token_source == "env" else "from --token"
         header = f"Bearer <{TOKEN_ENV if token_source == 'env' else 'token'}>"
         shell_header = f"Bearer {placeholder}"
-    out.print(f"[bold]Mycelium[/] is serving [bold]{escape(app)}[/] over MCP (Streamable HTTP)")
+    out.print(f"[bold]Mycelium[/] is serving [bold]{escape(label)}[/] over MCP (Streamable HTTP)")
     out.print(f"  URL    {escape(url)}")
     out.print(f"  Token  {escape(shown)}  [dim]({escape(note)})[/]")
     out.print()
@@ -315,7 +373,7 @@ def _print_banner(out: Console, *, app: str, name: str, url: str, token: str, to
         "mcpServers": {
             name: {
                 "command": launch[0],
-                "args": [*launch[1:], "serve", _app_for_launch(app), "--transport", "stdio", "--cwd", cwd],
+                "args": [*launch[1:], "serve", *target.launch_args(), "--transport", "stdio", "--cwd", cwd],
             }
         }
     }
@@ -392,7 +450,9 @@ class _Http:
     allow_hosts: Sequence[str]
 
 
-async def _serve_http(catalog: McpCatalogProvider, *, app: str, name: str, http: _Http, out: Console) -> None:
+async def _serve_http(
+    catalog: McpCatalogProvider, *, target: Target, label: str, name: str, http: _Http, out: Console
+) -> None:
     host, token, allow_hosts = http.host, http.token, http.allow_hosts
     server = create_mcp(
         catalog=catalog,
@@ -417,7 +477,14 @@ async def _serve_http(catalog: McpCatalogProvider, *, app: str, name: str, http:
             gc.freeze()
             # Printed only now: the socket already listens, and the MCP server is ready.
             _print_banner(
-                out, app=app, name=name, url=url, token=token, token_source=http.token_source, cwd=os.getcwd()
+                out,
+                target=target,
+                label=label,
+                name=name,
+                url=url,
+                token=token,
+                token_source=http.token_source,
+                cwd=os.getcwd(),
             )
             yield
 
@@ -482,16 +549,17 @@ async def _serve_stdio(catalog: McpCatalogProvider, *, name: str) -> None:
         await server.close()
 
 
-async def _serve(app: str, *, transport: Transport, name: str, http: _Http, out: Console) -> None:
+async def _serve(target: Target, *, transport: Transport, name: str, http: _Http, out: Console) -> None:
     # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
     with redirect:
-        catalog = await load_catalog(app)
+        catalog, label = await target.load()
     try:
         if transport is Transport.stdio:
+            logger.info("serving %s", label)
             await _serve_stdio(catalog, name=name)
         else:
-            await _serve_http(catalog, app=app, name=name, http=http, out=out)
+            await _serve_http(catalog, target=target, label=label, name=name, http=http, out=out)
     finally:
         with anyio.CancelScope(shield=True):
             await aclose_catalog(catalog)
@@ -543,14 +611,16 @@ def _root() -> None:
 def serve(
     ctx: typer.Context,
     app: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="APP",
             help=f"module:attribute or path/to/app.py[:attribute] (default attribute: {DEFAULT_ATTRIBUTE}), "
-            "naming an McpCatalog or a zero-argument factory (sync or async) returning one.",
+            "naming an McpCatalog or a zero-argument factory (sync or async) returning one. "
+            "Leave it out with --config.",
             show_default=False,
         ),
-    ],
+    ] = None,
+    config: Annotated[Path | None, CONFIG_OPTION] = None,
     host: Annotated[str, typer.Option(help="Interface to listen on (HTTP).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on (HTTP); 0 picks a free one.")] = 8000,
     transport: Annotated[
@@ -585,7 +655,13 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    """Serve APP's catalog over MCP: Streamable HTTP at /mcp (default) or stdio."""
+    """Serve APP's catalog, or every server in an mcpServers config, over MCP: Streamable HTTP at /mcp or stdio.
+
+    With --config FILE, one execute tool serves all the MCP servers the config names (the
+    format Claude Desktop, Claude Code and Cursor use); the person running this command owns
+    them all. The config's secrets (env, headers) are never printed.
+    """
+    target, _ = _choose(app, config)
     err = Console(stderr=True, soft_wrap=True)
     # In stdio mode stdout carries the protocol, so everything for people goes to stderr.
     out = err if transport is Transport.stdio else Console(soft_wrap=True)
@@ -608,7 +684,7 @@ def serve(
         with _logging_to(err, log_level):
             anyio.run(
                 lambda: _serve(
-                    app,
+                    target,
                     transport=transport,
                     name=name,
                     http=_Http(host, port, token, token_source, tuple(allow_host or ())),
@@ -634,28 +710,29 @@ def serve(
 
 APP_ARGUMENT = typer.Argument(
     metavar="APP",
-    help=f"module:attribute or path/to/app.py[:attribute] (default attribute: {DEFAULT_ATTRIBUTE}).",
+    help=f"module:attribute or path/to/app.py[:attribute] (default attribute: {DEFAULT_ATTRIBUTE}). "
+    "Leave it out with --config.",
     show_default=False,
 )
 
 
 @contextlib.asynccontextmanager
-async def _as_owner(app: str) -> AsyncIterator[tuple[McpCatalogProvider, McpAuthority]]:
-    """APP's catalog and the local owner's authority in it, closed when done. Raises :class:`AppError`."""
-    catalog = await load_catalog(app)
+async def _as_owner(target: Target) -> AsyncIterator[tuple[McpCatalogProvider, McpAuthority]]:
+    """The target's catalog and the local owner's authority in it, closed when done. Raises :class:`AppError`."""
+    catalog, _ = await target.load()
     try:
         yield catalog, await catalog.refresh(LOCAL_PRINCIPAL)
     finally:
         await aclose_catalog(catalog)
 
 
-async def run_program(app: str, code: str, *, approve: bool) -> ToolResult:
-    """Run ``code`` as one execute against APP's catalog, as the local owner.
+async def run_program(target: Target, code: str, *, approve: bool) -> ToolResult:
+    """Run ``code`` as one execute against the target's catalog, as the local owner.
 
     A ``confirm=True`` operation is approved when ``approve`` is true, asked on the
     terminal when there is one, and refused otherwise. Raises :class:`AppError`.
     """
-    async with _as_owner(app) as (catalog, authority):
+    async with _as_owner(target) as (catalog, authority):
         access = Access(explicit=True, grants=authority.grants, confirm=_confirmer(approve))
         context = McpExecutionContext(LOCAL_PRINCIPAL, None, authority, access)
         return await catalog.execute(ToolCall(id=None, name="execute", arguments={"code": code}), context)
@@ -718,17 +795,22 @@ def _say_marked(markup: str) -> None:
 
 @cli.command("exec")
 def exec_(
-    app: Annotated[str, APP_ARGUMENT],
+    app: Annotated[str | None, APP_ARGUMENT] = None,
     file: Annotated[
         str | None,
         typer.Argument(metavar="FILE", help="A file holding the program, or - for stdin.", show_default=False),
     ] = None,
+    config: Annotated[Path | None, CONFIG_OPTION] = None,
     code: Annotated[str | None, typer.Option("--code", "-c", help="The program itself.", show_default=False)] = None,
     approve: Annotated[
         bool, typer.Option(help="Approve every operation that asks a person first, without asking.")
     ] = False,
 ) -> None:
-    """Run one program against APP and print its result (exit code 1 on failure, with its code)."""
+    """Run one program against APP and print its result (exit code 1 on failure, with its code).
+
+    With --config FILE, the one argument is the program's FILE: exec --config FILE [FILE].
+    """
+    target, (file,) = _choose(app, config, file)
     if (code is None) == (file is None):
         raise typer.BadParameter("give the program once: --code CODE, a FILE, or - for stdin", param_hint="FILE")
     if code is None:
@@ -738,43 +820,54 @@ def exec_(
         except (OSError, UnicodeDecodeError) as exc:
             raise typer.BadParameter(f"cannot read {file}: {exc.__class__.__name__}", param_hint="FILE") from None
     program = code
-    result = _local(lambda: run_program(app, program, approve=approve))
+    result = _local(lambda: run_program(target, program, approve=approve))
     _show(result.value)
 
 
 @cli.command()
 def describe(
-    app: Annotated[str, APP_ARGUMENT],
+    app: Annotated[str | None, APP_ARGUMENT] = None,
     path: Annotated[
         str | None,
         typer.Argument(
             metavar="PATH", help="An operation or namespace path; without it, the execute tool's description."
         ),
     ] = None,
+    config: Annotated[Path | None, CONFIG_OPTION] = None,
 ) -> None:
-    """Print the execute tool's description, or the stub of an operation or namespace."""
+    """Print the execute tool's description, or the stub of an operation or namespace.
+
+    With --config FILE, the one argument is the PATH: describe --config FILE [PATH].
+    """
+    target, (path,) = _choose(app, config, path)
     if path is None:
-        _say(_local(lambda: _description(app)).text)
+        _say(_local(lambda: _description(target)).text)
     else:
         program = f"return await forage.describe({dumps_compact(path)})"
-        _say(str(_local(lambda: run_program(app, program, approve=False)).value))
+        _say(str(_local(lambda: run_program(target, program, approve=False)).value))
 
 
-async def _description(app: str) -> ToolResult:
-    async with _as_owner(app) as (catalog, authority):
+async def _description(target: Target) -> ToolResult:
+    async with _as_owner(target) as (catalog, authority):
         definition = await catalog.definition(LOCAL_PRINCIPAL, authority)
     return ToolResult(text=definition.description, is_error=False)
 
 
 @cli.command()
 def search(
-    app: Annotated[str, APP_ARGUMENT],
-    query: Annotated[str, typer.Argument(metavar="QUERY", help="What you need, in a few words.", show_default=False)],
+    app: Annotated[str | None, APP_ARGUMENT] = None,
+    query: Annotated[
+        str | None, typer.Argument(metavar="QUERY", help="What you need, in a few words.", show_default=False)
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, max=50, help="How many results.")] = 8,
+    config: Annotated[Path | None, CONFIG_OPTION] = None,
 ) -> None:
-    """Print the operations discovery ranks first for QUERY, best first."""
+    """Print the operations discovery ranks first for QUERY, best first (search --config FILE QUERY, too)."""
+    target, (query,) = _choose(app, config, query)
+    if query is None:
+        raise typer.BadParameter("say what you need", param_hint="QUERY")
     program = f"return await forage.search({dumps_compact(query)}, limit={limit})"
-    result = _local(lambda: run_program(app, program, approve=False))
+    result = _local(lambda: run_program(target, program, approve=False))
     hits = [hit for hit in result.value if isinstance(hit, dict)] if isinstance(result.value, list) else []
     lines = [f"{hit.get('path')}  {hit.get('description') or ''}".rstrip() for hit in hits]
     _say("\n".join(lines) or "(nothing found)")
@@ -782,8 +875,9 @@ def search(
 
 @cli.command()
 def check(
-    app: Annotated[str, APP_ARGUMENT],
+    app: Annotated[str | None, APP_ARGUMENT] = None,
     strict: Annotated[bool, typer.Option(help="Fail (exit code 1) on warnings too, not only on errors.")] = False,
+    config: Annotated[Path | None, CONFIG_OPTION] = None,
 ) -> None:
     """Report what in APP's catalog a model would stumble over: errors, warnings and notes.
 
@@ -792,7 +886,8 @@ def check(
     Warnings: an operation without a description, a description over budget, an operation
     without an output type. Exit code 1 when there is an error (or, with --strict, a warning).
     """
-    findings = _against_app(lambda: _findings(app))
+    target, _ = _choose(app, config)
+    findings = _against_app(lambda: _findings(target))
     for finding in findings:
         colour = {"error": "bold red", "warning": "yellow", "note": "cyan"}[finding.severity]
         where, message = escape(finding.where), escape(finding.message)
@@ -803,8 +898,8 @@ def check(
         raise typer.Exit(EXIT_FAILED)
 
 
-async def _findings(app: str) -> list[Finding]:
-    async with _as_owner(app) as (_, authority):
+async def _findings(target: Target) -> list[Finding]:
+    async with _as_owner(target) as (_, authority):
         items = authority.sources
         return await check_catalog(
             modules=[item for item in items if isinstance(item, Module)],

@@ -1,0 +1,49 @@
+"""A tiny MCP server over stdio, written with the official SDK, for the `--config` tests (tests/test_cli_config.py).
+
+It reports a digest of its token (never the token), its working folder, and has one tool of
+each kind of annotation: read-only, destructive, and none at all.
+"""
+
+import hashlib
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+server = MCPServer("tally")
+tallies: dict[str, int] = {}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
+def forget(name: str) -> bool:
+    """Forget a named tally."""
+    return tallies.pop(name, None) is not None
+
+
+@server.tool()
+def bump(name: str) -> int:
+    """Count one more for a named tally."""
+    tallies[name] = tallies.get(name, 0) + 1
+    return tallies[name]
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def token_digest() -> str:
+    """The SHA-256 of the TALLY_TOKEN this server was started with, so a test sees it arrived without seeing it."""
+    return hashlib.sha256(os.environ.get("TALLY_TOKEN", "").encode()).hexdigest()
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def folder() -> str:
+    """The folder this server runs in."""
+    return os.getcwd()
+
+
+if __name__ == "__main__":
+    server.run("stdio")
