@@ -46,6 +46,7 @@ from starlette.types import Receive, Scope, Send
 
 from .access import Access, ConfirmRequest
 from .checks import Finding, check_catalog
+from .errors import MyceliumError
 from .execute import ToolCall, ToolResult
 from .mcp import (
     LOOPBACK_HOSTS,
@@ -61,6 +62,7 @@ from .mcp import (
 )
 from .mcp.config import McpConfigError, create_config_catalog, read_config
 from .modules import Module
+from .sources import MyceliumSourceError
 from .values import dumps_compact
 
 __all__ = [
@@ -751,7 +753,12 @@ def _confirmer(approve: bool) -> Any:
 
 
 def _against_app(work: Callable[[], Awaitable[T]]) -> T:
-    """Run one local verb's work on APP; a bad APP is one line on stderr and exit code 2."""
+    """Run one local verb's work on APP.
+
+    A bad APP is one line on stderr and exit code 2; a catalog that loads but cannot be
+    leased (a source failing to acquire, modules that cannot be installed together) is one
+    line and exit code 1.
+    """
     err = Console(stderr=True, soft_wrap=True)
     try:
         with _logging_to(err, "warning"):
@@ -759,6 +766,12 @@ def _against_app(work: Callable[[], Awaitable[T]]) -> T:
     except AppError as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_BAD_APP) from None
+    except MyceliumError as exc:
+        # A source's own account is shown only when it is one written to be shown (an upstream
+        # server's, secrets removed); anything else it raised stays in the log.
+        shown = exc.__cause__ if isinstance(exc.__cause__, MyceliumSourceError) else exc
+        err.print(f"[bold red]Error:[/] {escape(str(shown))}")
+        raise typer.Exit(EXIT_FAILED) from None
 
 
 def _local(work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
