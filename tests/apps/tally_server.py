@@ -6,6 +6,7 @@ each kind of annotation: read-only, destructive, and none at all.
 
 import hashlib
 import os
+from typing import TypedDict
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
@@ -14,35 +15,55 @@ server = MCPServer("tally")
 tallies: dict[str, int] = {}
 
 
+class Sum(TypedDict):
+    sum: int
+
+
+class Forgotten(TypedDict):
+    forgotten: bool
+
+
+class Count(TypedDict):
+    count: int
+
+
+class Digest(TypedDict):
+    sha256: str
+
+
+class Folder(TypedDict):
+    path: str
+
+
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-def add(a: int, b: int) -> int:
+def add(a: int, b: int) -> Sum:
     """Add two whole numbers."""
-    return a + b
+    return {"sum": a + b}
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
-def forget(name: str) -> bool:
+def forget(name: str) -> Forgotten:
     """Forget a named tally."""
-    return tallies.pop(name, None) is not None
+    return {"forgotten": tallies.pop(name, None) is not None}
 
 
 @server.tool()
-def bump(name: str) -> int:
+def bump(name: str) -> Count:
     """Count one more for a named tally."""
     tallies[name] = tallies.get(name, 0) + 1
-    return tallies[name]
+    return {"count": tallies[name]}
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-def token_digest() -> str:
+def token_digest() -> Digest:
     """The SHA-256 of the TALLY_TOKEN this server was started with, so a test sees it arrived without seeing it."""
-    return hashlib.sha256(os.environ.get("TALLY_TOKEN", "").encode()).hexdigest()
+    return {"sha256": hashlib.sha256(os.environ.get("TALLY_TOKEN", "").encode()).hexdigest()}
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-def folder() -> str:
+def folder() -> Folder:
     """The folder this server runs in."""
-    return os.getcwd()
+    return {"path": os.getcwd()}
 
 
 if __name__ == "__main__":
