@@ -16,6 +16,7 @@ from .catalog import (
 from .connections import ConnectionStore, MemoryConnections, SqliteConnections
 from .principals import Admitted, Agent, Authenticate, Member, Principal, Refused, TeamKey, bearer_tokens
 from .server import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, PROTOCOL_VERSION, McpServer, create_mcp
+from .upstream import mcp_source
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
@@ -41,4 +42,5 @@ __all__ = [
     "bearer_tokens",
     "create_mcp",
     "create_mcp_catalog",
+    "mcp_source",
 ]
