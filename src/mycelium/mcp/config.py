@@ -54,6 +54,7 @@ from ..sandbox.monty import MontySandbox
 from ..sources import CapabilitySource
 from .catalog import McpAuthority, McpCatalog, create_mcp_catalog
 from .principals import Principal
+from .upstream import mcp_source
 
 __all__ = [
     "McpConfigError",
@@ -310,25 +311,27 @@ def _may_destroy(tool: mcp_types.Tool) -> bool:
 
 def config_sources(servers: Sequence[UpstreamConfig]) -> list[CapabilitySource]:
     """One upstream source per server, with the server's key as its id (and its module's id)."""
-    from .upstream import mcp_source
-
     sources = []
     for server in servers:
         confirm = _may_destroy if server.confirm_destructive else None
-        if server.command is not None:
-            made = mcp_source(
-                server.key,
-                command=server.command,
-                args=server.args,
-                env=server.env,
-                cwd=server.cwd,
-                confirm=confirm,
-                optional=server.optional,
-            )
-        else:
-            made = mcp_source(
-                server.key, url=server.url, headers=server.headers, confirm=confirm, optional=server.optional
-            )
+        try:
+            if server.command is not None:
+                made = mcp_source(
+                    server.key,
+                    command=server.command,
+                    args=server.args,
+                    env=server.env,
+                    cwd=server.cwd,
+                    confirm=confirm,
+                    optional=server.optional,
+                )
+            else:
+                made = mcp_source(
+                    server.key, url=server.url, headers=server.headers, confirm=confirm, optional=server.optional
+                )
+        except ValueError as exc:
+            # A key the source refuses (too long, no identifier in it): said for the config's author.
+            raise McpConfigError(f"server {_shown(server.key)}: {exc}") from None
         sources.append(made)
     return sources
 
