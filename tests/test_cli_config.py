@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 from click.testing import Result
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from typer.testing import CliRunner
 
 from mycelium.cli import cli
 from mycelium.mcp.config import McpConfigError, UpstreamConfig, parse_config, read_config
+from test_cli import TOKEN_LINE, URL, connected, server_env, text_of
 
 TALLY_SERVER = str(Path(__file__).resolve().parent / "apps" / "tally_server.py")
 # Canaries: values that must never be printed, logged or echoed in an error.
@@ -192,3 +200,170 @@ def test_a_bad_config_is_one_line_naming_the_file_and_field_with_exit_code_2_and
         assert result.exit_code == 2, result.output
         assert result.stderr.strip() == f"Error: {config}: server 'gh': args[1] must be a string, not a number"
         assert SECRET not in result.output
+
+
+# -- end to end: a real upstream server over stdio, served and described ----------------------
+
+
+def tally_config(folder: Path, *, beside: dict[str, object] | None = None, **options: object) -> Path:
+    """A config naming the tally server (tests/apps), with a secret in its env and a cwd relative to the file."""
+    (folder / "work").mkdir(parents=True, exist_ok=True)
+    config = folder / "mcp.json"
+    entry = {"command": sys.executable, "args": [TALLY_SERVER], "env": {"TALLY_TOKEN": SECRET}, "cwd": "work"}
+    config.write_text(json.dumps(servers(tally={**entry, **options}, **(beside or {}))))
+    return config
+
+
+TALLY_PROGRAM = """
+import asyncio
+added = await tally.add(a=2, b=3)
+digest, folder = await asyncio.gather(tally.token_digest(), tally.folder())
+return {"total": added["sum"], "digest": digest["sha256"], "folder": folder["path"]}
+"""
+
+
+def tally_answer(folder: Path) -> dict[str, object]:
+    return {
+        "total": 5,
+        "digest": hashlib.sha256(SECRET.encode()).hexdigest(),
+        "folder": str((folder / "work").resolve()),
+    }
+
+
+async def test_serve_config_gives_an_sdk_client_one_execute_over_a_stdio_upstream_and_prints_no_secret(
+    tmp_path: Path,
+) -> None:
+    config, log = tally_config(tmp_path), tmp_path / "server.log"
+    command = [sys.executable, "-m", "mycelium.cli", "serve", "--config", str(config), "--port", "0"]
+    with log.open("ab") as log_file:
+        process = await anyio.open_process(command, env=server_env(tmp_path / "data", None), stderr=log_file)
+    try:
+        assert process.stdout is not None
+        stdout = BufferedByteReceiveStream(process.stdout)
+        banner: list[str] = []
+        with anyio.fail_after(45):
+            while not banner or not banner[-1].startswith("Press Ctrl-C"):
+                banner.append((await stdout.receive_until(b"\n", 65_536)).decode())
+        assert banner[0] == "Mycelium is serving 1 MCP server from mcp.json (tally) over MCP (Streamable HTTP)"
+        shown = "\n".join(banner)
+        assert f'"--config",\n        "{config.resolve()}"' in shown  # the stdio launch config serves it again
+        url = next(found.group(0) for line in banner if (found := URL.search(line)))
+        token = next(found.group(1) for line in banner if (found := TOKEN_LINE.match(line)))
+        async with connected(url, token) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("execute", {"code": TALLY_PROGRAM})
+        assert [tool.name for tool in tools.tools] == ["execute"]
+        assert "tally" in (tools.tools[0].description or "")
+        assert not result.is_error, text_of(result)
+        assert json.loads(text_of(result)) == tally_answer(tmp_path)
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(30):
+            assert await process.wait() == 0
+    except BaseException:
+        print(log.read_text(), file=sys.stderr)  # the server's own account, shown with the failure
+        raise
+    finally:
+        if process.returncode is None:
+            process.kill()
+        with anyio.CancelScope(shield=True):
+            await process.wait()
+            await process.aclose()
+    assert SECRET not in shown + log.read_text()
+
+
+async def test_serve_config_over_stdio_serves_an_sdk_client(tmp_path: Path) -> None:
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mycelium.cli", "serve", "--config", str(tally_config(tmp_path)), "--transport", "stdio"],
+        env=server_env(tmp_path / "data", None),
+    )
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with Client(stdio_client(parameters, errlog=errlog), mode="legacy") as client:
+            result = await client.call_tool("execute", {"code": TALLY_PROGRAM})
+    assert json.loads(text_of(result)) == tally_answer(tmp_path)
+    assert SECRET not in (tmp_path / "stderr.log").read_text()
+
+
+def test_describe_and_search_config_show_the_combined_catalog(tmp_path: Path) -> None:
+    config = str(tally_config(tmp_path))
+    whole, one = invoke("describe", "--config", config), invoke("describe", "--config", config, "tally.add")
+    found = invoke("search", "--config", config, "add two numbers", "--limit", "2")
+    for result in (whole, one, found):
+        assert result.exit_code == 0, result.output
+        assert SECRET not in result.output
+    assert whole.stdout.startswith("Run a short Python program in a fresh sandbox")
+    assert "tally" in whole.stdout
+    assert "async def add(*, a: int, b: int)" in one.stdout
+    assert found.stdout.splitlines()[0] == "tally.add  Add two whole numbers."
+
+
+def test_exec_config_runs_a_program_and_confirm_destructive_asks_before_tools_that_may_destroy(
+    tmp_path: Path,
+) -> None:
+    plain = str(tally_config(tmp_path / "plain"))
+    careful = str(tally_config(tmp_path / "careful", confirmDestructive=True))
+    ran = invoke("exec", "--config", plain, "-c", TALLY_PROGRAM)
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(ran.stdout) == tally_answer(tmp_path / "plain")
+    for tool, asked in [("add", False), ("forget", True), ("bump", True)]:
+        args = "a=1, b=2" if tool == "add" else 'name="x"'
+        for config in (plain, careful):
+            result = invoke("exec", "--config", config, "-c", f"return await tally.{tool}({args})")
+            refused = result.exit_code == 0 and "confirmation-unavailable" in result.stdout
+            assert refused == (asked and config == careful), (tool, config, result.output)
+
+
+def test_a_server_that_cannot_start_fails_naming_it_unless_optional_and_prints_no_secret(tmp_path: Path) -> None:
+    broken = {"command": str(tmp_path / "no-such-server"), "args": [SECRET], "env": {"T": SECRET}}
+    alone = tmp_path / "alone.json"
+    alone.write_text(json.dumps(servers(broken=broken)))
+    beside = tally_config(tmp_path, beside={"broken": {**broken, "optional": True}})
+    failed = invoke("exec", "--config", str(alone), "-c", "return 1")
+    checked = invoke("check", "--config", str(alone))
+    skipped = invoke("exec", "--config", str(beside), "-c", "return await tally.add(a=1, b=2)")
+    assert failed.exit_code == 1
+    assert failed.stderr.startswith("Error: source 'broken' failed to acquire: it raised FileNotFoundError")
+    assert checked.exit_code == 1
+    assert "error: broken: source 'broken' failed to acquire" in checked.stdout
+    assert skipped.exit_code == 0, skipped.output
+    assert json.loads(skipped.stdout) == {"sum": 3}
+    assert "'broken' is skipped" in skipped.stderr
+    for result in (failed, checked, skipped):
+        assert SECRET not in result.output
+
+
+FILESYSTEM_SERVER = (
+    Path(__file__).resolve().parent.parent / ".thirdparty" / "node_modules" / ".bin" / "mcp-server-filesystem"
+)
+
+FILES_PROGRAM = """
+import asyncio
+listing = await filesystem.list_directory(path=".")
+first, second = await asyncio.gather(
+    filesystem.read_text_file(path="a.txt"), filesystem.read_text_file(path="b.txt")
+)
+return {"listing": listing["content"], "text": first["content"] + second["content"]}
+"""
+
+
+@pytest.mark.skipif(not FILESYSTEM_SERVER.exists(), reason="make test installs the pinned server-filesystem with npm")
+async def test_serve_config_serves_a_third_party_server_from_the_config_a_desktop_agent_would_use(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "a.txt").write_text("hello ")
+    (tmp_path / "files" / "b.txt").write_text("world")
+    config = tmp_path / "claude_desktop_config.json"
+    entry = {"command": str(FILESYSTEM_SERVER), "args": ["."], "cwd": "files", "env": {"UNUSED_TOKEN": SECRET}}
+    config.write_text(json.dumps(servers(filesystem=entry)))
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mycelium.cli", "serve", "--config", str(config), "--transport", "stdio"],
+        env=server_env(tmp_path / "data", None),
+    )
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with Client(stdio_client(parameters, errlog=errlog), mode="legacy") as client:
+            result = await client.call_tool("execute", {"code": FILES_PROGRAM})
+    assert not result.is_error, text_of(result)
+    assert json.loads(text_of(result)) == {"listing": "[FILE] a.txt\n[FILE] b.txt", "text": "hello world"}
+    assert SECRET not in (tmp_path / "stderr.log").read_text()
