@@ -5,18 +5,25 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+import socket
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+import uvicorn
 from anyio.streams.buffered import BufferedByteReceiveStream
 from click.testing import Result
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
 from typer.testing import CliRunner
 
+from apps import tally_server
 from mycelium.cli import cli
 from mycelium.mcp.config import McpConfigError, UpstreamConfig, parse_config, read_config
 from test_cli import TOKEN_LINE, URL, connected, server_env, text_of
@@ -330,6 +337,62 @@ def test_a_server_that_cannot_start_fails_naming_it_unless_optional_and_prints_n
     assert "'broken' is skipped" in skipped.stderr
     for result in (failed, checked, skipped):
         assert SECRET not in result.output
+
+
+@asynccontextmanager
+async def tally_over_http() -> AsyncIterator[str]:
+    """The tally server over Streamable HTTP on 127.0.0.1, answering only ``Bearer SECRET``; yields its URL."""
+    app = tally_server.server.streamable_http_app(host="127.0.0.1")
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != f"Bearer {SECRET}".encode():
+            await PlainTextResponse("who are you?", status_code=401)(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    web = uvicorn.Server(uvicorn.Config(guarded, log_level="warning", lifespan="on"))
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(web.serve, [sock])
+            try:
+                yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+            finally:
+                web.should_exit = True
+    finally:
+        sock.close()
+
+
+async def test_exec_config_reaches_an_http_upstream_with_its_headers_from_the_environment_and_prints_no_secret(
+    tmp_path: Path,
+) -> None:
+    wrong = "canary-wrong-7d21e0"
+    entry = {"type": "http", "url": "${TALLY_URL}", "headers": {"Authorization": "Bearer ${TALLY_SECRET}"}}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps(servers(tally=entry)))
+    command = [
+        sys.executable,
+        "-m",
+        "mycelium.cli",
+        "exec",
+        "--config",
+        str(config),
+        "-c",
+        "return await tally.add(a=2, b=3)",
+    ]
+    async with tally_over_http() as url:
+        env = server_env(tmp_path / "data", None)
+        allowed = await anyio.run_process(command, env={**env, "TALLY_URL": url, "TALLY_SECRET": SECRET}, check=False)
+        refused = await anyio.run_process(command, env={**env, "TALLY_URL": url, "TALLY_SECRET": wrong}, check=False)
+    assert allowed.returncode == 0, allowed.stderr.decode()
+    assert json.loads(allowed.stdout) == {"sum": 5}
+    assert refused.returncode == 1
+    assert refused.stderr.decode().startswith("Error: source 'tally' failed to acquire")
+    for run in (allowed, refused):
+        assert SECRET.encode() not in run.stdout + run.stderr
+        assert wrong.encode() not in run.stdout + run.stderr
 
 
 FILESYSTEM_SERVER = (
