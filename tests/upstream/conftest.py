@@ -63,18 +63,22 @@ def runtime(*sources: CapabilitySource, timeout_ms: int = 30_000) -> Runtime:
 
 
 def children() -> set[int]:
-    """The live (not zombie) child processes of this process, from /proc."""
+    """The live (not zombie) upstream server processes this process started, from /proc.
+
+    Only ``servers.py`` children count: the sandbox has worker processes of its own.
+    """
     found: set[int] = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         # The command may hold spaces and parentheses: fields follow the last ')'.
         state, parent = stat.rsplit(")", 1)[1].split()[:2]
-        if int(parent) == os.getpid() and state != "Z":
+        if int(parent) == os.getpid() and state != "Z" and SERVERS.encode() in command:
             found.add(int(entry))
     return found
 

@@ -166,7 +166,8 @@ class Upstream:
             return types.CallToolResult(content=[types.TextContent(text=said)], structured_content={"said": said})
         if name == "change_tools":
             self.tools.append(tool("added_later", description="Appeared after a change."))
-            await ctx.session.send_tool_list_changed()
+            # On the request's own stream, so it arrives before the answer whatever the transport.
+            await ctx.session.send_notification(types.ToolListChangedNotification(), related_request_id=ctx.request_id)
             return text("changed")
         if name == "crash":
             os._exit(3)

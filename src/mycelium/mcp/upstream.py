@@ -42,7 +42,9 @@ error messages and log lines. Shorter values are not treated as secrets (``DEBUG
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
+import itertools
 import json
 import keyword
 import logging
@@ -212,6 +214,8 @@ class McpSource:
         self._call_timeout_s = call_timeout_s
         self._secrets = _Secrets([*headers.values(), *(env or {}).values(), *_url_secrets(url)])
         self._origin = f"server {id!r}"
+        self._lock = anyio.Lock()  # one acquisition at a time decides which session snapshots share
+        self._live: _Connection | None = None
 
     @property
     def id(self) -> str:
@@ -223,34 +227,51 @@ class McpSource:
         return f"mcp_source(id={self._id!r}, transport={transport!r})"
 
     async def acquire(self, context: AcquireContext) -> Acquired:
-        """Connect, initialize, list the tools and project them; the snapshot owns the session."""
-        connection = _Connection(self._open, on_changed=context.invalidate)
-        try:
-            tools, server = await self._connect(connection, context.signal)
-            module, version = self._project(tools, server, connection)
-        except BaseException as exc:
-            await connection.close()
-            if not isinstance(exc, Exception):
-                raise
-            error = exc if isinstance(exc, MyceliumSourceError) else self._failure(f"it raised {_summary(exc)}")
-            if not self._optional:
-                if error is exc:
-                    raise
-                raise error from exc
-            logger.warning("optional MCP server %r is skipped for this revision: %s", self._id, _reason(error))
-            context.invalidate()  # try again at the next lease
-            return Acquired(version="unavailable", modules=(), release=_nothing)
-        return Acquired(version=version, modules=[module], release=connection.close)
+        """Project the server's current tools; the snapshot holds the session they were listed on.
 
-    async def _connect(
+        Snapshots share one session while it lives: after a list change the next snapshot lists
+        again on it (a stdio server keeps its process and its state), and the session closes
+        with the last snapshot holding it. A session that ended is replaced by a new one.
+        """
+        async with self._lock:
+            connection = self._live
+            if connection is None or not connection.usable:
+                connection = self._live = _Connection(self._open)
+            hold = connection.hold(context.invalidate)
+            try:
+                tools, server = await self._list(connection, context.signal)
+                module, version = self._project(tools, server, connection)
+            except BaseException as exc:
+                connection.lose()  # the next acquisition starts afresh
+                await self._let_go(connection, hold)
+                if not isinstance(exc, Exception):
+                    raise
+                error = exc if isinstance(exc, MyceliumSourceError) else self._failure(f"it raised {_summary(exc)}")
+                if not self._optional:
+                    if error is exc:
+                        raise
+                    raise error from exc
+                logger.warning("optional MCP server %r is skipped for this revision: %s", self._id, _reason(error))
+                context.invalidate()  # try again at the next lease
+                return Acquired(version="unavailable", modules=(), release=_nothing)
+        return Acquired(version=version, modules=[module], release=functools.partial(self._let_go, connection, hold))
+
+    async def _let_go(self, connection: _Connection, hold: int) -> None:
+        if connection.drop(hold) == 0:
+            if self._live is connection:
+                self._live = None
+            await connection.close()
+
+    async def _list(
         self, connection: _Connection, signal: AbortSignal
     ) -> tuple[list[mcp.types.Tool], mcp.types.Implementation | None]:
-        phase = "connecting and initializing"
+        """Connect (unless the session is up), then list the tools: bounded by connect_timeout_ms and ``signal``."""
+        phase = "listing tools" if connection.ready else "connecting and initializing"
         scope = anyio.CancelScope(deadline=anyio.current_time() + self._connect_timeout_s)
         stop_listening = signal.add_listener(lambda _reason: scope.cancel())
         try:
             with scope:
-                client = await connection.start()
+                client = await connection.client()
                 phase = "listing tools"
                 tools = await self._list_tools(client)
                 return tools, client.server_info
@@ -368,23 +389,17 @@ class McpSource:
 
 
 class _Connection:
-    """One upstream session, owned by a task of its own.
+    """One upstream session, owned by a task of its own, held by the snapshots listed on it.
 
     The SDK client is an async context manager holding task groups, which must be entered
-    and left in one task. A snapshot is acquired in one task and released in another, so
-    the client lives in a dedicated task that enters it, waits to be told to close, and
-    leaves it. :meth:`close` always waits for that task to end, so no task or child process
-    outlives the snapshot (or a failed or cancelled acquisition).
+    and left in one task. Snapshots are acquired in one task and released in others, so the
+    client lives in a dedicated task that enters it, waits to be told to close, and leaves
+    it. :meth:`close` always waits for that task to end, so no task or child process
+    outlives the last snapshot (or a failed or cancelled acquisition).
     """
 
-    def __init__(
-        self,
-        open_client: Callable[[MessageHandlerFnT], Any],
-        *,
-        on_changed: Callable[[], None],
-    ) -> None:
+    def __init__(self, open_client: Callable[[MessageHandlerFnT], Any]) -> None:
         self._open_client = open_client
-        self._on_changed = on_changed
         self._scope = anyio.CancelScope()
         self._ready = anyio.Event()
         self._closing = anyio.Event()
@@ -392,14 +407,47 @@ class _Connection:
         self._task: asyncio.Task[None] | None = None
         self._client: Client | None = None
         self._error: BaseException | None = None
+        self._holds = itertools.count()
+        self._holders: dict[int, Callable[[], None]] = {}  # each holding snapshot's invalidate()
+        self._lost = False
 
-    async def start(self) -> Client:
-        """Start the owning task and wait until the session is initialized."""
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="mycelium upstream MCP session")
+    @property
+    def ready(self) -> bool:
+        """Whether the session is initialized and open."""
+        return self._client is not None
+
+    @property
+    def usable(self) -> bool:
+        """Whether a new snapshot may use this session: not lost, not closing."""
+        return not self._lost and not self._closing.is_set() and (self._task is None or self._client is not None)
+
+    def hold(self, invalidate: Callable[[], None]) -> int:
+        """Count a snapshot in; a list change or a lost session calls its ``invalidate``."""
+        key = next(self._holds)
+        self._holders[key] = invalidate
+        return key
+
+    def drop(self, key: int) -> int:
+        """Count a snapshot out; return how many still hold the session."""
+        self._holders.pop(key, None)
+        return len(self._holders)
+
+    def lose(self) -> None:
+        """Take the session out of use: every snapshot on it goes stale, and the next one connects again."""
+        self._lost = True
+        self._changed()
+
+    def _changed(self) -> None:
+        for invalidate in list(self._holders.values()):
+            invalidate()
+
+    async def client(self) -> Client:
+        """The initialized client, starting the owning task the first time."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="mycelium upstream MCP session")
         await self._ready.wait()
         if self._client is None:
-            error = self._error or ConnectionError("the session ended before it was initialized")
-            raise error
+            raise self._error or ConnectionError("the session ended before it was initialized")
         return self._client
 
     async def _run(self) -> None:
@@ -413,14 +461,14 @@ class _Connection:
             self._error = exc
         finally:
             if self._client is not None and not self._closing.is_set():
-                self._on_changed()  # the session ended on its own: the next lease reconnects
+                self.lose()  # the session ended on its own
             self._client = None
             self._ready.set()
             self._done.set()
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":
-            self._on_changed()
+            self._changed()
 
     async def call(
         self, name: str, arguments: dict[str, Any], signal: AbortSignal, timeout_s: float | None
@@ -436,7 +484,7 @@ class _Connection:
                 return await client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
-                self._on_changed()
+                self.lose()
             raise
         finally:
             stop_listening()
