@@ -33,10 +33,13 @@ server's text, marked as coming from the server. Transport failures, timeouts an
 errors are host failures: the program sees a reference, the operator the evidence.
 Cancelling a call (the execute's deadline or its caller) sends ``notifications/cancelled``.
 
-Secrets: every header and ``env`` value (and a password or query value in the URL) of at
-least :data:`MIN_SECRET_CHARS` characters, and each such word of it, is replaced by
+Secrets: every header and ``env`` value (and a user, password or query value in the URL)
+of at least :data:`MIN_SECRET_CHARS` characters, and each such word of it, is replaced by
 ``[redacted]`` in whatever this module builds from upstream text: descriptions, results,
 error messages and log lines. Shorter values are not treated as secrets (``DEBUG=1``).
+Credentials in the URL are sent as basic auth, so the URL holds none. The SDK's and the
+HTTP client's own DEBUG logs record wire traffic (what a server sends) and the endpoint
+URL with its query: they are off unless a host turns them on.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx2
 import mcp.types
 from mcp import Client
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
@@ -200,7 +204,8 @@ class McpSource:
         call_timeout_s: float | None,
     ) -> None:
         self._id = id
-        self._url = url
+        # Credentials in the URL travel as basic auth instead, so the URL the SDK logs holds none.
+        self._url, self._auth = _without_userinfo(url)
         self._headers = headers
         self._command = command
         self._args = args
@@ -371,7 +376,7 @@ class McpSource:
         async with AsyncExitStack() as stack:
             server: Any
             if self._url is not None:
-                http = await stack.enter_async_context(create_mcp_http_client(headers=self._headers))
+                http = await stack.enter_async_context(create_mcp_http_client(headers=self._headers, auth=self._auth))
                 server = streamable_http_client(self._url, http_client=http, max_sse_event_size=_MAX_SSE_EVENT_BYTES)
             else:
                 assert self._command is not None
@@ -678,6 +683,17 @@ def _url_secrets(url: str | None) -> list[str]:
     parts = urllib.parse.urlsplit(url)
     query = [value for _key, value in urllib.parse.parse_qsl(parts.query)]
     return [value for value in (parts.password, parts.username, *query) if value]
+
+
+def _without_userinfo(url: str | None) -> tuple[str | None, httpx2.BasicAuth | None]:
+    if url is None:
+        return None, None
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.netloc.rpartition("@")[2]
+    auth = httpx2.BasicAuth(urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or ""))
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), auth
 
 
 def _summary(exc: BaseException) -> str:
