@@ -111,6 +111,7 @@ class Upstream:
         self.calls: list[str] = []
         self.cancelled = 0
         self.slow_started = anyio.Event()
+        self.slow_cancelled = anyio.Event()
 
     def server(self) -> Server[Any]:
         return Server("test-upstream", version="1", on_list_tools=self.list_tools, on_call_tool=self.call_tool)
@@ -147,6 +148,7 @@ class Upstream:
                 await anyio.sleep_forever()
             finally:
                 self.cancelled += 1
+                self.slow_cancelled.set()
         if name == "cancelled":
             return text(str(self.cancelled))
         if name == "media":

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
-from mycelium import OperationError, Runtime
+from mycelium import CallContext, OperationError, OperationFailed, Runtime
 from mycelium.mcp.upstream import MAX_RESULT_CHARS
 from mycelium.sandbox.monty import MontySandbox
+from mycelium.signals import AbortController
 
 from .conftest import TRANSPORTS, runtime, upstream
 
-pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
+both = pytest.mark.parametrize("transport", TRANSPORTS)
 
 
+@both
 async def test_structured_content_is_the_result_and_concurrent_calls_share_one_session(transport: str) -> None:
     program = "import asyncio\nreturn await asyncio.gather(*[up.add(a=i, b=1) for i in range(8)])"
     async with upstream(transport) as (source, _), runtime(source) as rt, rt.lease() as lease:
@@ -20,6 +23,7 @@ async def test_structured_content_is_the_result_and_concurrent_calls_share_one_s
     assert result.value == [{"sum": i + 1} for i in range(8)]
 
 
+@both
 async def test_text_content_is_json_decoded_when_it_is_json_and_several_blocks_make_a_list(transport: str) -> None:
     program = "return [await up.echo(text='plain'), await up.echo(text='[1, {\"a\": null}]'), await up.texts()]"
     async with upstream(transport) as (source, _), runtime(source) as rt, rt.lease() as lease:
@@ -27,6 +31,7 @@ async def test_text_content_is_json_decoded_when_it_is_json_and_several_blocks_m
     assert result.value == ["plain", [1, {"a": None}], [1, "two", {"a": [1, 2]}]]
 
 
+@both
 async def test_images_audio_and_resources_become_small_typed_values_without_their_data(transport: str) -> None:
     async with upstream(transport) as (source, _), runtime(source) as rt, rt.lease() as lease:
         media = await lease.execute_tool.run("return await up.media()")
@@ -42,6 +47,7 @@ async def test_images_audio_and_resources_become_small_typed_values_without_thei
     assert empty.value is None
 
 
+@both
 async def test_an_upstream_is_error_result_reaches_the_program_as_the_servers_own_words(transport: str) -> None:
     errors: list[OperationError] = []
     program = "try:\n    await up.fail(text='no such issue: 7')\nexcept RuntimeError as e:\n    return str(e)"
@@ -53,6 +59,7 @@ async def test_an_upstream_is_error_result_reaches_the_program_as_the_servers_ow
     assert errors == []
 
 
+@both
 async def test_a_protocol_error_is_a_host_failure_the_program_sees_only_by_reference(transport: str) -> None:
     errors: list[OperationError] = []
     async with upstream(transport) as (source, _):
@@ -66,6 +73,7 @@ async def test_a_protocol_error_is_a_host_failure_the_program_sees_only_by_refer
     assert [type(error.exception).__name__ for error in errors] == ["MCPError"]
 
 
+@both
 async def test_a_call_timeout_is_a_host_failure_and_the_upstream_is_told_to_stop(transport: str) -> None:
     errors: list[OperationError] = []
     async with upstream(transport, call_timeout_ms=300) as (source, _server):
@@ -80,6 +88,7 @@ async def test_a_call_timeout_is_a_host_failure_and_the_upstream_is_told_to_stop
     assert seen.value == 1
 
 
+@both
 async def test_the_execute_deadline_cancels_the_upstream_call_with_notifications_cancelled(transport: str) -> None:
     async with upstream(transport) as (source, server), runtime(source, timeout_ms=1_500) as rt:
         async with rt.lease() as lease:
@@ -94,6 +103,7 @@ async def test_the_execute_deadline_cancels_the_upstream_call_with_notifications
         assert server.cancelled == 1
 
 
+@both
 async def test_input_is_checked_on_the_host_before_the_call_leaves(transport: str) -> None:
     async with upstream(transport) as (source, server), runtime(source) as rt, rt.lease() as lease:
         result = await lease.execute_tool.run("return await up.add(a='one', b=2)")
@@ -103,19 +113,50 @@ async def test_input_is_checked_on_the_host_before_the_call_leaves(transport: st
         assert server.calls == []
 
 
-async def test_a_huge_result_is_refused_typed_and_the_session_keeps_working(transport: str) -> None:
+# Past the HTTP transport's event cap (4 MiB) the SDK refuses it: a host failure, the session intact.
+@pytest.mark.parametrize("chars", [2_000_000, 6_000_000])
+@both
+async def test_a_huge_result_fails_typed_never_a_crash_or_hang_and_the_session_keeps_working(
+    transport: str, chars: int
+) -> None:
     program = (
-        "try:\n    await up.huge(chars=2_000_000)\nexcept RuntimeError as e:\n    said = str(e)\n"
+        f"try:\n    await up.huge(chars={chars})\nexcept RuntimeError as e:\n    said = str(e)\n"
         "return [said, await up.echo(text='still here')]"
     )
     async with upstream(transport) as (source, _), runtime(source) as rt, rt.lease() as lease:
         result = await lease.execute_tool.run(program)
-    said, after = result.value  # type: ignore[misc]
-    assert said.startswith("up.huge failed: the result is 2000002 characters of JSON")
-    assert str(MAX_RESULT_CHARS) in said
+    caught, after = result.value  # type: ignore[misc]
     assert after == "still here"
+    if chars < 4_000_000 or transport == "stdio":
+        assert caught.startswith(f"up.huge failed: the result is {chars + 2} characters of JSON")
+        assert str(MAX_RESULT_CHARS) in caught
+    else:
+        assert caught.startswith("up.huge failed on the host (reference ref-")
 
 
+async def test_a_direct_invoke_stopped_by_its_signal_cancels_the_upstream_handler() -> None:
+    controller = AbortController()
+    async with upstream("http") as (source, server), runtime(source) as rt:
+        assert server is not None
+        failed: list[BaseException] = []
+
+        async def invoke() -> None:
+            try:
+                await rt.invoke("up", "slow", context=CallContext(signal=controller.signal))
+            except OperationFailed as exc:
+                failed.append(exc)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(invoke)
+            await server.slow_started.wait()
+            controller.abort("the caller stopped")
+        with anyio.fail_after(10):
+            await server.slow_cancelled.wait()
+    assert len(failed) == 1
+    assert server.cancelled == 1
+
+
+@both
 async def test_text_too_deep_to_decode_stays_text_and_fails_no_worse_than_the_runtimes_bounds(transport: str) -> None:
     async with upstream(transport) as (source, _), runtime(source) as rt, rt.lease() as lease:
         result = await lease.execute_tool.run("v = await up.deep()\nreturn [type(v).__name__, len(v)]")

@@ -82,6 +82,7 @@ __all__ = [
     "MAX_RESULT_CHARS",
     "MAX_TOOLS",
     "MIN_SECRET_CHARS",
+    "McpSource",
     "mcp_source",
     "tool_paths",
 ]
@@ -226,6 +227,11 @@ class McpSource:
     def id(self) -> str:
         """The source id, which is also the id of the module it acquires."""
         return self._id
+
+    @property
+    def name(self) -> str:
+        """The module's guest name."""
+        return self._name
 
     def __repr__(self) -> str:
         transport = "http" if self._url is not None else "stdio"
