@@ -1,10 +1,10 @@
 """Upstream MCP servers as capability sources: every tool of a server, one typed operation each.
 
 ``mcp_source(id, url=...)`` (Streamable HTTP) or ``mcp_source(id, command=...)`` (stdio)
-is a :class:`~mycelium.sources.CapabilitySource`. Each acquisition opens a session with
-the official SDK client, initializes it (the 2025-11-25 handshake, which carries list
-changes and cancellation), pages through ``tools/list`` and projects the tools as the
-operations of one module whose id is the source id:
+is a :class:`~mycelium.sources.CapabilitySource`. An acquisition opens a session with the
+official SDK client (or reuses the one still open), initializes it (the 2025-11-25
+handshake, which carries list changes and cancellation), pages through ``tools/list`` and
+projects the tools as the operations of one module whose id is the source id:
 
 - input schema: the tool's ``inputSchema``, checked on the host before a call leaves;
   output schema: its ``outputSchema`` when it has one; description: its description, cut to
@@ -17,8 +17,10 @@ operations of one module whose id is the source id:
   written at the end of its description, so ``forage.describe`` shows it.
 
 A server's ``notifications/tools/list_changed`` invalidates the snapshot: the next lease
-acquires again and sees a new revision, while a lease in flight keeps the session and the
-tools it captured. Releasing the snapshot closes the session (and ends the stdio child).
+lists again and sees a new revision, while a lease in flight keeps the tools it captured.
+Snapshots share the session they were listed on; releasing the last of them closes it (and
+ends the stdio child). A session that ends on its own invalidates its snapshots too, and the
+next lease connects again.
 
 Calls: ``tools/call`` with the decoded input. The result is ``structuredContent`` when the
 server sends it; otherwise each content block becomes a value — text JSON-decoded when it
@@ -28,8 +30,10 @@ is JSON, else the text; an image or audio block ``{"type": "image" | "audio", "m
 link ``{"type": "resource_link", "uri": ..., "name": ..., "mimeType": ...}``. No base64 data
 reaches the guest. One block gives its value, several a list of them, none ``None``. A
 result whose JSON passes :data:`MAX_RESULT_CHARS` is refused with a :class:`ToolError` the
-program can read (ask for less). ``isError: true`` raises :class:`ToolError` with the
-server's text, marked as coming from the server. Transport failures, timeouts and protocol
+program can read (ask for less); one past the HTTP transport's cap on an event (4 MiB) is a
+host failure, and the session goes on. A stdio server's lines are not capped by the SDK.
+``isError: true`` raises :class:`ToolError` with the server's text, marked as coming from
+the server. Transport failures, timeouts and protocol
 errors are host failures: the program sees a reference, the operator the evidence.
 Cancelling a call (the execute's deadline or its caller) sends ``notifications/cancelled``.
 
@@ -45,6 +49,7 @@ URL with its query: they are off unless a host turns them on.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import hashlib
 import itertools
@@ -100,7 +105,7 @@ MAX_RESULT_CHARS = 500_000
 MIN_SECRET_CHARS = 8
 """Header and env values (and words of them) at least this long are redacted wherever they appear."""
 MAX_SEGMENT_CHARS = 64
-"""A path segment made from a tool name is cut to this (a hash suffix keeps cut names apart)."""
+"""A path segment made from a tool name is cut to this (names cut alike then clash, and get suffixes)."""
 MAX_SEGMENTS = 4
 """A tool name splits into at most this many path segments; the rest joins the last one."""
 
@@ -310,12 +315,12 @@ class McpSource:
     def _project(
         self, tools: list[mcp.types.Tool], server: mcp.types.Implementation | None, connection: _Connection
     ) -> tuple[Module, str]:
-        names = [tool.name for tool in tools]
-        if len(set(names)) != len(names):
-            twice = sorted({name for name in names if names.count(name) > 1})[0]
-            raise self._failure(f"it lists the tool {self._shown(twice)} more than once")
+        counts = collections.Counter(tool.name for tool in tools)
+        twice = sorted(name for name, count in counts.items() if count > 1)
+        if twice:
+            raise self._failure(f"it lists the tool {self._shown(twice[0])} more than once")
         try:
-            paths = tool_paths(names)
+            paths = tool_paths(counts)
         except ValueError as exc:
             raise self._failure(self._secrets.text(str(exc))) from None
         operations: dict[str, Operation] = {}
@@ -335,9 +340,15 @@ class McpSource:
                 continue
             operations[path] = projected
             fingerprint.append(
-                [tool.name, path, projected.description, tool.input_schema, tool.output_schema, projected.access]
+                {
+                    "name": tool.name,
+                    "path": path,
+                    "description": projected.description,
+                    "input": tool.input_schema,
+                    "output": tool.output_schema,
+                    "labels": [projected.access, projected.confirm],
+                }
             )
-            fingerprint.append(projected.confirm)
         described = self._server_description(server)
         module = Module(
             id=self._id, name=self._name, namespace=self._namespace, operations=operations, description=described
