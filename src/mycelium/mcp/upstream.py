@@ -33,9 +33,9 @@ result whose JSON passes :data:`MAX_RESULT_CHARS` is refused with a :class:`Tool
 program can read (ask for less); one past the HTTP transport's cap on an event (4 MiB) is a
 host failure, and the session goes on. A stdio server's lines are not capped by the SDK.
 ``isError: true`` raises :class:`ToolError` with the server's text, marked as coming from
-the server. Transport failures, timeouts and protocol
-errors are host failures: the program sees a reference, the operator the evidence.
-Cancelling a call (the execute's deadline or its caller) sends ``notifications/cancelled``.
+the server. Transport failures, timeouts and protocol errors are host failures: the program
+sees a reference, the operator the evidence. Cancelling a call (the execute's deadline or
+its caller) sends ``notifications/cancelled``.
 
 Secrets: every header and ``env`` value (and a user, password or query value in the URL)
 of at least :data:`MIN_SECRET_CHARS` characters, and each such word of it, is replaced by
