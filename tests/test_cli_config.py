@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +13,6 @@ from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from anyio.streams.buffered import BufferedByteReceiveStream
 from click.testing import Result
 from mcp import Client
@@ -24,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from typer.testing import CliRunner
 
 from apps import tally_server
+from loopback import serve_asgi
 from mycelium.cli import cli
 from mycelium.mcp.config import McpConfigError, UpstreamConfig, parse_config, read_config
 from test_cli import TOKEN_LINE, URL, connected, server_env, text_of
@@ -350,19 +349,8 @@ async def tally_over_http() -> AsyncIterator[str]:
             return
         await app(scope, receive, send)
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    web = uvicorn.Server(uvicorn.Config(guarded, log_level="warning", lifespan="on"))
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(web.serve, [sock])
-            try:
-                yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-            finally:
-                web.should_exit = True
-    finally:
-        sock.close()
+    async with serve_asgi(guarded) as base:
+        yield f"{base}/mcp"
 
 
 async def test_exec_config_reaches_an_http_upstream_with_its_headers_from_the_environment_and_prints_no_secret(

@@ -8,7 +8,6 @@ before the server starts, so a client may connect at once: nothing waits by slee
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -16,11 +15,11 @@ from typing import Any
 
 import anyio
 import httpx2
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
+from loopback import serve_asgi
 from mycelium import ExecutionOptions, Module
 from mycelium.access import Grant
 from mycelium.mcp import (
@@ -158,34 +157,6 @@ class Served:
                 options["elicitation_callback"] = elicitation
             async with Client(transport, **options) as client:
                 yield client
-
-
-def listening_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted sockets inherit it: without it every loopback exchange waits on delayed ACKs (~40 ms).
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    return sock
-
-
-@asynccontextmanager
-async def serve_asgi(app: Any) -> AsyncIterator[str]:
-    """Serve ``app`` with uvicorn on an ephemeral loopback port; yield its base URL."""
-    sock = listening_socket()
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.serve, [sock])
-            try:
-                yield f"http://127.0.0.1:{port}"
-            finally:
-                server.should_exit = True
-    finally:
-        sock.close()
 
 
 @asynccontextmanager

@@ -21,12 +21,13 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from loopback import serve_asgi
 from mycelium import Module
 from mycelium.mcp import PROTOCOL_VERSION, Admitted, McpAuthority, Refused, create_mcp, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox
 
 from . import raw_http as raw
-from .conftest import ALICE, BOB, CAROL, FORBIDDEN_TOKEN, Host, serve_asgi, served, text_of
+from .conftest import ALICE, BOB, CAROL, FORBIDDEN_TOKEN, Host, served, text_of
 
 WITHOUT_A_VALID_TOKEN: dict[str, dict[str, Any]] = {
     "missing": {"token": None},

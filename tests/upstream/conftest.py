@@ -9,16 +9,13 @@ Child processes are counted from ``/proc``: the suite runs on Linux.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
-import uvicorn
-
+from loopback import serve_asgi
 from mycelium import CapabilitySource, ExecutionOptions, Runtime
 from mycelium.mcp import mcp_source
 from mycelium.sandbox.monty import MontySandbox
@@ -34,27 +31,9 @@ def stdio_source(profile: str = "basic", source_id: str = "up", **options: Any) 
 
 
 @asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """Serve an ASGI ``app`` on an ephemeral loopback port; yield its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5))
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.serve, [sock])
-            try:
-                yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-            finally:
-                server.should_exit = True
-    finally:
-        sock.close()
-
-
-@asynccontextmanager
 async def http_served(upstream: Upstream) -> AsyncIterator[str]:
     """Serve ``upstream`` over Streamable HTTP; yield its endpoint URL."""
-    async with serve_app(upstream.server().streamable_http_app(host="127.0.0.1")) as base:
+    async with serve_asgi(upstream.server().streamable_http_app(host="127.0.0.1")) as base:
         yield f"{base}/mcp"
 
 

@@ -10,11 +10,12 @@ from typing import Any
 import anyio
 import pytest
 
+from loopback import serve_asgi
 from mycelium import Module, MyceliumSourceError, Runtime, operation
 from mycelium.mcp import mcp_source
 from mycelium.sandbox.monty import MontySandbox
 
-from .conftest import TRANSPORTS, children, runtime, serve_app, stdio_source, upstream
+from .conftest import TRANSPORTS, children, runtime, stdio_source, upstream
 
 SESSION_TASK = "mycelium upstream MCP session"
 
@@ -94,7 +95,7 @@ async def hang(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 async def test_an_http_server_that_never_answers_initialize_fails_the_lease_within_connect_timeout() -> None:
-    async with serve_app(hang) as base:
+    async with serve_asgi(hang) as base:
         async with runtime(mcp_source("up", url=f"{base}/mcp", connect_timeout_ms=300)) as rt:
             with pytest.raises(MyceliumSourceError) as caught:
                 await rt.acquire()
