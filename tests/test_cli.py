@@ -213,10 +213,16 @@ class Served:
 
 @asynccontextmanager
 async def serving(
-    data_dir: Path, log: Path, *, token: str | None = None, options: Sequence[str] = ()
+    data_dir: Path,
+    log: Path,
+    *,
+    token: str | None = None,
+    options: Sequence[str] = (),
+    app: Sequence[str] = (str(NOTES_APP),),
 ) -> AsyncIterator[Served]:
-    """`mycelium serve` on the notes app on a free port; yields once its banner (and so its URL) is printed."""
-    command = [sys.executable, "-m", "mycelium.cli", "serve", str(NOTES_APP), "--port", "0", *options]
+    """`mycelium serve` on ``app`` (the notes app by default) on a free port; yields once its banner
+    (and so its URL) is printed."""
+    command = [sys.executable, "-m", "mycelium.cli", "serve", *app, "--port", "0", *options]
     with log.open("ab") as log_file:
         process = await anyio.open_process(command, env=server_env(data_dir, token), stderr=log_file)
     try:

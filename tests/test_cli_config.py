@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 from click.testing import Result
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -25,7 +23,7 @@ from apps import tally_server
 from loopback import serve_asgi
 from mycelium.cli import cli
 from mycelium.mcp.config import McpConfigError, UpstreamConfig, parse_config, read_config
-from test_cli import TOKEN_LINE, URL, connected, server_env, text_of
+from test_cli import connected, server_env, serving, text_of
 
 TALLY_SERVER = str(Path(__file__).resolve().parent / "apps" / "tally_server.py")
 # Canaries: values that must never be printed, logged or echoed in an error.
@@ -240,40 +238,19 @@ async def test_serve_config_gives_an_sdk_client_one_execute_over_a_stdio_upstrea
     tmp_path: Path,
 ) -> None:
     config, log = tally_config(tmp_path), tmp_path / "server.log"
-    command = [sys.executable, "-m", "mycelium.cli", "serve", "--config", str(config), "--port", "0"]
-    with log.open("ab") as log_file:
-        process = await anyio.open_process(command, env=server_env(tmp_path / "data", None), stderr=log_file)
-    try:
-        assert process.stdout is not None
-        stdout = BufferedByteReceiveStream(process.stdout)
-        banner: list[str] = []
-        with anyio.fail_after(45):
-            while not banner or not banner[-1].startswith("Press Ctrl-C"):
-                banner.append((await stdout.receive_until(b"\n", 65_536)).decode())
+    async with serving(tmp_path / "data", log, app=["--config", str(config)]) as served:
+        banner = served.banner
         assert banner[0] == "Mycelium is serving 1 MCP server from mcp.json (tally) over MCP (Streamable HTTP)"
         shown = "\n".join(banner)
         assert f'"--config",\n        "{config.resolve()}"' in shown  # the stdio launch config serves it again
-        url = next(found.group(0) for line in banner if (found := URL.search(line)))
-        token = next(found.group(1) for line in banner if (found := TOKEN_LINE.match(line)))
-        async with connected(url, token) as client:
+        async with connected(served.url, served.printed_token) as client:
             tools = await client.list_tools()
             result = await client.call_tool("execute", {"code": TALLY_PROGRAM})
         assert [tool.name for tool in tools.tools] == ["execute"]
         assert "tally" in (tools.tools[0].description or "")
         assert not result.is_error, text_of(result)
         assert json.loads(text_of(result)) == tally_answer(tmp_path)
-        process.send_signal(signal.SIGINT)
-        with anyio.fail_after(30):
-            assert await process.wait() == 0
-    except BaseException:
-        print(log.read_text(), file=sys.stderr)  # the server's own account, shown with the failure
-        raise
-    finally:
-        if process.returncode is None:
-            process.kill()
-        with anyio.CancelScope(shield=True):
-            await process.wait()
-            await process.aclose()
+        assert await served.stop() == 0
     assert SECRET not in shown + log.read_text()
 
 
