@@ -113,3 +113,15 @@ def test_config_keys_named_like_the_guests_own_names_get_names_of_their_own() ->
         assert name.isidentifier()
         assert name not in RESERVED_NAMES | GUEST_MODULES | GUEST_BUILTINS
         assert name not in {"None", "True", "False", "class"}
+
+
+async def test_structured_content_breaking_its_declared_output_schema_never_reaches_the_program(
+    tmp_path: Path,
+) -> None:
+    output = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    tools = [{"name": "t", "inputSchema": PLAIN, "outputSchema": output}]
+    lying = {"content": [], "structuredContent": {"n": "@@SECRET@@"}}
+    async with runtime(raw_source(tmp_path, tools, lying)) as rt, rt.lease() as lease:
+        said = await lease.execute_tool.run("return await up.t()")
+    assert "failed on the host" in said.text
+    assert SECRET not in said.text
