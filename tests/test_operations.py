@@ -5,6 +5,7 @@ runs nothing, unless a test is about what an execute returns.
 """
 
 import dataclasses
+import socket
 import threading
 from decimal import Decimal
 from typing import Annotated, Any
@@ -782,3 +783,16 @@ async def test_json_schema_output_does_not_coerce_values() -> None:
     with pytest.raises(OperationFailed):
         await _invoke(op)
 
+
+def test_a_json_schema_reference_to_a_url_is_never_fetched() -> None:
+    # A listening socket on loopback stands for an internal service a schema could point at.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/internal/admin"
+        op = operation(input={"type": "object", "properties": {"a": {"$ref": url}}}, execute=lambda: 1)
+        with pytest.raises(Exception, match="Unresolvable"):
+            op.decode_input({"a": 1})
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody connected

@@ -24,6 +24,7 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 import pydantic
+import referencing
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from .context import InvocationContext
@@ -120,7 +121,9 @@ class JsonSchema:
             raise DefinitionError(f"the {side} JSON Schema is invalid: {exc.message}") from exc
         self._json_schema = private
         # The validator keeps a copy of its own: editing the schema a caller reads changes nothing enforced.
-        self._validator = validator_class(copy.deepcopy(private))
+        # An empty registry resolves references inside the schema only: a `$ref` naming a URL is refused,
+        # never fetched (jsonschema would otherwise download it, on the event loop, wherever it points).
+        self._validator = validator_class(copy.deepcopy(private), registry=referencing.Registry())
 
     @property
     def json_schema(self) -> dict[str, Any]:
