@@ -125,3 +125,38 @@ async def test_structured_content_breaking_its_declared_output_schema_never_reac
         said = await lease.execute_tool.run("return await up.t()")
     assert "failed on the host" in said.text
     assert SECRET not in said.text
+
+
+async def test_a_servers_regular_expression_is_left_to_the_server_never_run_on_the_host(tmp_path: Path) -> None:
+    # Checked on the host, this pattern over the guest's 40 characters would hold the event loop for hours.
+    catastrophic = {
+        "type": "object",
+        "properties": {"q": {"type": "string", "pattern": "^(a|a)+$"}, "pattern": {"type": "string"}},
+        "patternProperties": {"^(a|a)+$": {"type": "string"}},
+        "required": ["pattern"],
+    }
+    async with runtime(raw_source(tmp_path, [{"name": "t", "inputSchema": catastrophic}])) as rt, rt.lease() as lease:
+        said = await lease.execute_tool.run(f'return await up.t(q="{"a" * 40}!", pattern="kept")')
+        missing = await lease.execute_tool.run('return await up.t(q="a")')
+    assert said.value == "ok"  # the rest of the schema still holds: a field called "pattern" is still required
+    assert missing.failure is not None
+    assert "pattern" in missing.text
+
+
+async def test_a_secret_the_server_echoes_into_schemas_or_tool_names_never_reaches_the_model(tmp_path: Path) -> None:
+    echoed = {
+        "type": "object",
+        "properties": {"q": {"type": "string", "description": "key @@SECRET@@", "default": "@@SECRET@@"}},
+    }
+    tools = [
+        {"name": "t", "inputSchema": echoed, "outputSchema": {"type": "object", "title": "@@SECRET@@"}},
+        {"name": "leak_@@SECRET@@", "inputSchema": PLAIN},
+    ]
+    result = {"structuredContent": {}, "content": [{"type": "text", "text": "{}"}]}
+    async with runtime(raw_source(tmp_path, tools, result)) as rt, rt.lease() as lease:
+        shown = lease.execute_tool.definition.description
+        described = await lease.execute_tool.run('return await forage.describe("up")')
+        paths = [target.path for target in lease.catalog.targets]
+    assert paths == ["up.t"]  # the tool whose very name holds the secret is left out
+    assert SECRET not in shown + described.text
+    assert "[redacted]" in described.text

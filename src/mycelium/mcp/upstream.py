@@ -6,9 +6,13 @@ official SDK client (or reuses the one still open), initializes it (the 2025-11-
 handshake, which carries list changes and cancellation), pages through ``tools/list`` and
 projects the tools as the operations of one module whose id is the source id:
 
-- input schema: the tool's ``inputSchema``, checked on the host before a call leaves;
-  output schema: its ``outputSchema`` when it has one; description: its description, cut to
-  :data:`MAX_DESCRIPTION_CHARS`.
+- input schema: the tool's ``inputSchema``, checked on the host before a call leaves, but
+  for its regular expressions (``pattern``, ``patternProperties``), which the server checks
+  itself (a server's pattern run on the host could take time without bound); output schema:
+  its ``outputSchema`` when it has one; description: its description, cut to
+  :data:`MAX_DESCRIPTION_CHARS`. Schemas are checked off the event loop, and bounded
+  (:data:`MAX_SCHEMA_CHARS` a tool: a larger one is left out, logged;
+  :data:`MAX_LISTING_SCHEMA_CHARS` a listing). A ``$ref`` to a URL is never fetched.
 - ``access="read"`` exactly when the tool is annotated ``readOnlyHint: true``, else
   ``"write"``; ``confirm=True`` where the host's ``confirm(tool)`` policy says so.
   Annotations are hints from a server the host may not trust: they only label operations,
@@ -40,10 +44,13 @@ its caller) sends ``notifications/cancelled``.
 Secrets: every header and ``env`` value (and a user, password or query value in the URL)
 of at least :data:`MIN_SECRET_CHARS` characters, and each such word of it, is replaced by
 ``[redacted]`` in whatever this module builds from upstream text: descriptions, results,
-error messages and log lines. Shorter values are not treated as secrets (``DEBUG=1``).
-Credentials in the URL are sent as basic auth, so the URL holds none. The SDK's and the
-HTTP client's own DEBUG logs record wire traffic (what a server sends) and the endpoint
-URL with its query: they are off unless a host turns them on.
+error messages and log lines, schemas included; a tool whose very name holds one is left
+out. Shorter values are not treated as secrets (``DEBUG=1``). Credentials in the URL are
+sent as basic auth, so the URL holds none. Values in a stdio server's ``args`` are not
+known to be secrets: pass tokens in ``env``. The SDK's own DEBUG logs record wire traffic
+(what a server sends), and the HTTP client (``httpx2``) logs each request line, its URL
+with the query, at INFO: a host that logs at INFO quiets ``httpx2`` (``mycelium serve``
+does) or keeps tokens out of URLs.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx2
 import mcp.types
 from mcp import Client
@@ -102,6 +110,10 @@ MAX_DESCRIPTION_CHARS = 1_000
 """An operation's description (the tool's, plus its original name when renamed) is cut to this."""
 MAX_RESULT_CHARS = 500_000
 """The most JSON characters a call's result may have; a larger one is refused, typed."""
+MAX_SCHEMA_CHARS = 65_536
+"""The most JSON characters of one tool's input and output schemas together; a larger tool is left out."""
+MAX_LISTING_SCHEMA_CHARS = 4 * 1_048_576
+"""The most JSON characters of every listed tool's schemas together; more fails the acquisition."""
 MIN_SECRET_CHARS = 8
 """Header and env values (and words of them) at least this long are redacted wherever they appear."""
 MAX_SEGMENT_CHARS = 64
@@ -256,7 +268,8 @@ class McpSource:
             hold = connection.hold(context.invalidate)
             try:
                 tools, server = await self._list(connection, context.signal)
-                module, version = self._project(tools, server, connection)
+                # Checking every schema is CPU work that grows with the listing: off the event loop.
+                module, version = await anyio.to_thread.run_sync(self._project, tools, server, connection)
             except BaseException as exc:
                 connection.lose()  # the next acquisition starts afresh
                 await self._let_go(connection, hold)
@@ -323,11 +336,18 @@ class McpSource:
             paths = tool_paths(counts)
         except ValueError as exc:
             raise self._failure(self._secrets.text(str(exc))) from None
+        sizes = {tool.name: len(json.dumps([tool.input_schema, tool.output_schema], default=str)) for tool in tools}
+        if sum(sizes.values()) > MAX_LISTING_SCHEMA_CHARS:
+            raise self._failure(f"its tools' schemas pass {MAX_LISTING_SCHEMA_CHARS} JSON characters (the limit)")
         operations: dict[str, Operation] = {}
         fingerprint: list[object] = []
         for tool in sorted(tools, key=lambda tool: tool.name):
             path = ".".join(paths[tool.name])
             try:
+                if self._secrets.text(tool.name) != tool.name:
+                    raise DefinitionError("its name holds a secret value of this server's configuration")
+                if sizes[tool.name] > MAX_SCHEMA_CHARS:
+                    raise DefinitionError(f"its schemas pass {MAX_SCHEMA_CHARS} JSON characters")
                 projected = self._operation(tool, path, connection)
             except DefinitionError as exc:
                 # One tool the host cannot check does not take the server's other tools with it.
@@ -368,12 +388,16 @@ class McpSource:
         timeout_s = self._call_timeout_s
 
         async def call(arguments: dict[str, Any], context: InvocationContext) -> object:
-            result = await connection.call(name, arguments, context.signal, timeout_s)
+            try:
+                result = await connection.call(name, arguments, context.signal, timeout_s)
+            except MCPError as exc:
+                # The server's words may echo what it was given: only the redacted text goes on (to the logs).
+                raise UpstreamError(secrets.text(f"the server answered with error {exc.code}: {exc}")) from None
             return _result_value(result, secrets, origin)
 
         return operation(
-            input=tool.input_schema,
-            output=tool.output_schema,
+            input=_host_checked(secrets.value(tool.input_schema)),
+            output=_host_checked(secrets.value(tool.output_schema)) if tool.output_schema is not None else None,
             execute=call,
             access="read" if read_only else "write",
             confirm=bool(self._confirm(tool)) if self._confirm is not None else False,
@@ -692,6 +716,33 @@ class _Secrets:
         if isinstance(value, dict):
             return {self.text(str(key)): self.value(item) for key, item in value.items()}
         return value
+
+
+class UpstreamError(Exception):
+    """A protocol error from an upstream server, its text redacted: a host failure (the model sees a reference)."""
+
+
+# Keywords whose value maps names (of properties, definitions) to schemas, not keywords to values.
+_NAMING = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
+
+
+def _host_checked(schema: object, *, names: bool = False) -> Any:
+    """``schema`` without its regular expressions (``pattern``, ``patternProperties``): the server checks those.
+
+    A server's pattern checked on the host could take time without bound (``^(a|a)+$`` over a
+    guest's string), on the event loop; every other keyword is checked before the call leaves.
+    """
+    if isinstance(schema, list):
+        return [_host_checked(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if names:  # property or definition names, each naming a schema: a property may be called "pattern"
+        return {key: _host_checked(value) for key, value in schema.items()}
+    return {
+        key: _host_checked(value, names=key in _NAMING)
+        for key, value in schema.items()
+        if key != "patternProperties" and not (key == "pattern" and isinstance(value, str))
+    }
 
 
 def _url_secrets(url: str | None) -> list[str]:
