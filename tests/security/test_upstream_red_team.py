@@ -22,12 +22,12 @@ from mycelium.sandbox.monty import MontySandbox
 SECRET = "sk-live-red-team-0123456789"
 
 # Answers initialize, tools/list with $RT_TOOLS and tools/call with $RT_RESULT (JSON files),
-# with @@SECRET@@ replaced by the secret the host gave it in its environment.
+# with @@SECRET@@ replaced by the secret the host gave it in its environment, @@ARGV@@ by its arguments.
 RAW_SERVER = """
 import json, os, sys
 secret = os.environ.get("RT_SECRET", "")
 def load(path):
-    return json.loads(open(path).read().replace("@@SECRET@@", secret))
+    return json.loads(open(path).read().replace("@@SECRET@@", secret).replace("@@ARGV@@", " ".join(sys.argv[1:])))
 tools, result = load(os.environ["RT_TOOLS"]), load(os.environ["RT_RESULT"])
 def send(message):
     sys.stdout.write(json.dumps(message) + "\\n")
@@ -49,6 +49,7 @@ for line in sys.stdin:
 """
 
 PLAIN = {"type": "object"}
+CAUGHT = "try:\n    await up.t()\nexcept RuntimeError as error:\n    return str(error)"
 OK = {"content": [{"type": "text", "text": "ok"}]}
 
 
@@ -160,3 +161,25 @@ async def test_a_secret_the_server_echoes_into_schemas_or_tool_names_never_reach
     assert paths == ["up.t"]  # the tool whose very name holds the secret is left out
     assert SECRET not in shown + described.text
     assert "[redacted]" in described.text
+
+
+async def test_a_token_a_config_puts_in_a_servers_arguments_never_reaches_the_model(tmp_path: Path) -> None:
+    token = "tok-from-the-environment-42"
+    (tmp_path / "tools.json").write_text(json.dumps([{"name": "t", "description": "@@ARGV@@", "inputSchema": PLAIN}]))
+    (tmp_path / "result.json").write_text(
+        json.dumps({"isError": True, "content": [{"type": "text", "text": "@@ARGV@@"}]})
+    )
+    entry = {
+        "command": sys.executable,
+        "args": ["-c", RAW_SERVER, "--api-key", "${API_KEY}"],
+        "env": {"RT_TOOLS": str(tmp_path / "tools.json"), "RT_RESULT": str(tmp_path / "result.json")},
+    }
+    (server,) = parse_config({"mcpServers": {"up": entry}}, environ={"API_KEY": token})
+    (source,) = config_sources([server])
+    async with runtime(source) as rt, rt.lease() as lease:
+        described = lease.execute_tool.definition.description
+        said = await lease.execute_tool.run(
+            "try:\n    await up.t()\nexcept RuntimeError as error:\n    return str(error)"
+        )
+    assert "--api-key [redacted]" in described
+    assert token not in described + said.text

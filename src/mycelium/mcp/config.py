@@ -94,6 +94,8 @@ class UpstreamConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     confirm_destructive: bool = False
     optional: bool = False
+    secrets: tuple[str, ...] = ()
+    """Every value taken from the environment through ``${NAME}``: kept out of everything, as env values are."""
 
     def __repr__(self) -> str:
         # args, env, url and headers may all hold secrets.
@@ -125,6 +127,7 @@ class _Entry:
 
     def __init__(self, key: str, raw: Mapping[str, object], environ: Mapping[str, str]) -> None:
         self.key, self.raw, self.environ = key, raw, environ
+        self.substituted: list[str] = []  # values from the environment: secrets wherever they land
 
     def error(self, where: str, problem: str) -> McpConfigError:
         return McpConfigError(f"server {_shown(self.key)}: {where} {problem}")
@@ -137,6 +140,7 @@ class _Entry:
                 if default is None:
                     raise self.error(where, f"refers to ${{{name}}}, which is not set in the environment")
                 return default
+            self.substituted.append(value)
             return value
 
         return _VARIABLE.sub(replace, text)
@@ -218,7 +222,8 @@ def _server(key: str, raw: object, *, base: Path, environ: Mapping[str, str]) ->
         if "cwd" in raw:
             folder = base / entry.string("cwd", raw["cwd"])
             if not folder.is_dir():
-                raise entry.error("cwd", f"names no folder ({folder})")
+                # The text as written: an expanded ${NAME} may be a secret.
+                raise entry.error("cwd", f"names no folder ({raw['cwd']!r} in the file)")
             cwd = str(folder)
         return UpstreamConfig(
             key,
@@ -228,6 +233,7 @@ def _server(key: str, raw: object, *, base: Path, environ: Mapping[str, str]) ->
             cwd=cwd,
             confirm_destructive=confirm_destructive,
             optional=optional,
+            secrets=tuple(entry.substituted),  # last: every field above has been expanded
         )
     url = entry.string("url", raw["url"])
     try:
@@ -243,7 +249,14 @@ def _server(key: str, raw: object, *, base: Path, environ: Mapping[str, str]) ->
             raise entry.error(f"headers[{_shown(name)}]", "is not an HTTP header name")
         if "\r" in value or "\n" in value:
             raise entry.error(f"headers[{_shown(name)}]", "must not contain a line break")
-    return UpstreamConfig(key, url=url, headers=headers, confirm_destructive=confirm_destructive, optional=optional)
+    return UpstreamConfig(
+        key,
+        url=url,
+        headers=headers,
+        confirm_destructive=confirm_destructive,
+        optional=optional,
+        secrets=tuple(entry.substituted),
+    )
 
 
 def parse_config(
@@ -324,10 +337,16 @@ def config_sources(servers: Sequence[UpstreamConfig]) -> list[CapabilitySource]:
                     cwd=server.cwd,
                     confirm=confirm,
                     optional=server.optional,
+                    secrets=server.secrets,
                 )
             else:
                 made = mcp_source(
-                    server.key, url=server.url, headers=server.headers, confirm=confirm, optional=server.optional
+                    server.key,
+                    url=server.url,
+                    headers=server.headers,
+                    confirm=confirm,
+                    optional=server.optional,
+                    secrets=server.secrets,
                 )
         except ValueError as exc:
             # A key the source refuses (too long, no identifier in it): said for the config's author.

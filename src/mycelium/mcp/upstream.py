@@ -143,6 +143,7 @@ def mcp_source(
     optional: bool = False,
     connect_timeout_ms: int = 10_000,
     call_timeout_ms: int | None = None,
+    secrets: Sequence[str] = (),
 ) -> CapabilitySource:
     """A capability source over one MCP server: its tools as the operations of one module.
 
@@ -155,7 +156,8 @@ def mcp_source(
 
     A server that fails to acquire fails the lease with :class:`MyceliumSourceError` naming
     it; with ``optional=True`` it is logged (warning, no secrets) and contributes no tools
-    to that revision, and the next lease tries again.
+    to that revision, and the next lease tries again. ``secrets`` are more values to keep
+    out of everything, as header and ``env`` values are (a token given in ``args``, say).
     """
     check_id("source", id)
     if (url is None) == (command is None):
@@ -174,6 +176,8 @@ def mcp_source(
         if mapping is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
             # Never show the mapping: its values are secrets.
             raise DefinitionError(f"mcp_source {id!r}: {label} must map strings to strings")
+    if isinstance(secrets, str) or not all(isinstance(value, str) for value in secrets):
+        raise DefinitionError(f"mcp_source {id!r}: secrets must be a sequence of strings")
     if confirm is not None and not callable(confirm):
         raise DefinitionError(f"mcp_source {id!r}: confirm must be callable")
     if type(optional) is not bool:
@@ -198,6 +202,7 @@ def mcp_source(
         optional=optional,
         connect_timeout_s=connect_timeout_ms / 1000,
         call_timeout_s=None if call_timeout_ms is None else call_timeout_ms / 1000,
+        secrets=tuple(secrets),
     )
 
 
@@ -220,6 +225,7 @@ class McpSource:
         optional: bool,
         connect_timeout_s: float,
         call_timeout_s: float | None,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self._id = id
         # Credentials in the URL travel as basic auth instead, so the URL the SDK logs holds none.
@@ -235,7 +241,7 @@ class McpSource:
         self._optional = optional
         self._connect_timeout_s = connect_timeout_s
         self._call_timeout_s = call_timeout_s
-        self._secrets = _Secrets([*headers.values(), *(env or {}).values(), *_url_secrets(url)])
+        self._secrets = _Secrets([*headers.values(), *(env or {}).values(), *_url_secrets(url), *secrets])
         self._origin = f"server {id!r}"
         self._lock = anyio.Lock()  # one acquisition at a time decides which session snapshots share
         self._live: _Connection | None = None
