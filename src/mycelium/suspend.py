@@ -70,6 +70,22 @@ class Suspension:
     expires_at: datetime
     """After this the run can no longer resume (UTC)."""
 
+    def to_json(self) -> dict[str, JsonValue]:
+        """The pending call as JSON, for an approval screen or a framework's approval request.
+
+        Keys: ``suspension_id`` (what an answer names), ``tool_call_id``, ``module_id``,
+        ``path``, ``access``, ``arguments`` and ``expires_at`` (ISO 8601, UTC).
+        """
+        return {
+            "suspension_id": self.id,
+            "tool_call_id": self.tool_call_id,
+            "module_id": self.module_id,
+            "path": self.path,
+            "access": self.access,
+            "arguments": self.arguments,
+            "expires_at": self.expires_at.isoformat(),
+        }
+
     def model_text(self) -> str:
         """What the model reads: the run is paused, not failed, and must not be started again."""
         return (

@@ -17,7 +17,7 @@ failure included, is an ordinary tool result, so no guest failure ever ends the 
 
 Approvals. A program that reaches a ``confirm`` operation the host defers
 (``Access(confirm=defer)`` with ``Runtime(suspensions=...)``) pauses, and the tool calls
-LangGraph's ``interrupt()`` with the pending call (see :func:`pending_call`): the graph
+LangGraph's ``interrupt()`` with the pending call (:meth:`Suspension.to_json`): the graph
 stops and ``result["__interrupt__"]`` shows it. The agent needs a checkpointer. Answer
 with the suspension it names::
 
@@ -68,7 +68,7 @@ from ..runtime import Lease, Runtime
 from ..suspend import Suspension
 from . import MODEL_FIXABLE, model_output
 
-__all__ = ["Approval", "MyceliumTool", "mycelium_tool", "pending_call"]
+__all__ = ["Approval", "MyceliumTool", "mycelium_tool"]
 
 
 class Approval(BaseModel):
@@ -90,23 +90,6 @@ class _Arguments(BaseModel):
 
     code: str
     tool_call_id: Annotated[str, InjectedToolCallId]
-
-
-def pending_call(suspension: Suspension) -> dict[str, Any]:
-    """What the interrupt shows the person: the paused call, exactly as it would run.
-
-    Keys: ``suspension_id`` (the answer names it), ``tool_call_id``, ``module_id``,
-    ``path``, ``access``, ``arguments`` and ``expires_at`` (ISO 8601, UTC).
-    """
-    return {
-        "suspension_id": suspension.id,
-        "tool_call_id": suspension.tool_call_id,
-        "module_id": suspension.module_id,
-        "path": suspension.path,
-        "access": suspension.access,
-        "arguments": suspension.arguments,
-        "expires_at": suspension.expires_at.isoformat(),
-    }
 
 
 class MyceliumTool(BaseTool):
@@ -166,7 +149,7 @@ def _decision(suspension: Suspension) -> bool:
     """
     while True:
         try:
-            answer = interrupt(pending_call(suspension), response_schema=Approval)
+            answer = interrupt(suspension.to_json(), response_schema=Approval)
         except KeyError as missing:  # LangGraph's task state is absent: the tool runs outside a graph
             raise RuntimeError(
                 f"the program paused for approval of {suspension.path} (suspension {suspension.id}), and only a "

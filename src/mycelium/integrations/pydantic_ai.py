@@ -33,7 +33,6 @@ from ..access import Access
 from ..context import Session
 from ..execute import ToolCall
 from ..runtime import Lease, Runtime
-from ..suspend import Suspension
 from . import MODEL_FIXABLE, model_output
 
 __all__ = ["MyceliumToolset"]
@@ -157,7 +156,7 @@ class MyceliumToolset(AbstractToolset[Any]):
             shown = _shown(ctx) if ctx.tool_call_approved else None
             result = await prepared.execute(approved=True if shown else None, suspension_id=shown)
         if result.suspension is not None:
-            raise ApprovalRequired(metadata=_metadata(result.suspension))
+            raise ApprovalRequired(metadata=result.suspension.to_json())
         fixable = result.failure is not None and result.failure.code in MODEL_FIXABLE
         if fixable and ctx.retry < tool.max_retries:
             raise ModelRetry(model_output(result))
@@ -167,18 +166,6 @@ class MyceliumToolset(AbstractToolset[Any]):
         if self._lease is None:
             raise RuntimeError("MyceliumToolset is used outside an agent run: enter it first")
         return self._lease
-
-
-def _metadata(pending: Suspension) -> dict[str, Any]:
-    """What pydantic-ai's approval request carries: the pause and its call, for the person."""
-    return {
-        "suspension_id": pending.id,
-        "module_id": pending.module_id,
-        "path": pending.path,
-        "access": pending.access,
-        "arguments": pending.arguments,
-        "expires_at": pending.expires_at.isoformat(),
-    }
 
 
 def _shown(ctx: RunContext[Any]) -> str:
