@@ -56,7 +56,16 @@ from .options import ExecutionOptions
 from .sandbox import Sandbox, SandboxRequest, Suspended, SuspendingSandbox, Unrestorable
 from .sandbox.boundary import failure_from_exception, sandbox_failure_message
 from .signals import AbortController, AbortSignal
-from .suspend import StoreUnavailable, Suspension, SuspensionRecord, Suspensions, module_digests, now, paused_calls
+from .suspend import (
+    SEAL_ON_LOOP_BYTES,
+    StoreUnavailable,
+    Suspension,
+    SuspensionRecord,
+    Suspensions,
+    module_digests,
+    now,
+    paused_calls,
+)
 from .suspensions import StoredSuspension, SuspensionLimitReached
 from .values import JsonTooLarge, JsonValue, NotJson, dumps_compact, json_size
 
@@ -82,8 +91,6 @@ EXECUTE_INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-# Hashing this much takes well under a millisecond: not worth a trip to a worker thread.
-_SEAL_ON_LOOP_BYTES = 256 * 1024
 _PROGRAM_FAULTS = frozenset({"syntax", "guest-exception", "invalid-result", "result-too-large", "invalid-arguments"})
 _MAX_DESCRIPTION_CHARS = 8_192
 _MAX_INLINE_STUB_CHARS = 4_096
@@ -414,7 +421,7 @@ class ExecuteTool:
         A paused call of this code that has expired, or whose record fails its seal, is not
         new either: it is refused, never run from the start again.
         """
-        paused = await self._paused_record(suspensions, code, tool_call_id)
+        paused = await suspensions.of_call(self._services.session_id, tool_call_id, code)
         if paused is not None:
             stored, record = paused
             if record is None or record.expires_at <= now():
@@ -430,34 +437,6 @@ class ExecuteTool:
             return await self.resume(stored.id, approved=approved, signal=signal)
         return None
 
-    async def paused(self, code: str, tool_call_id: str) -> Suspension | None:
-        """The unexpired suspension this tool call's run of ``code`` waits in, if any; nothing runs.
-
-        For an adapter that must check which pause an approval was given for before it
-        resumes one (see :meth:`resume`). Raises :class:`~mycelium.suspend.StoreUnavailable`
-        when the store fails.
-        """
-        suspensions = self._services.suspensions
-        if suspensions is None:
-            return None
-        with self._hold():
-            paused = await self._paused_record(suspensions, code, tool_call_id)
-        if paused is None or paused[1] is None or paused[1].expires_at <= now():
-            return None
-        return paused[1].suspension()
-
-    async def _paused_record(
-        self, suspensions: Suspensions, code: str, tool_call_id: str
-    ) -> tuple[StoredSuspension, SuspensionRecord | None] | None:
-        """The newest suspension of this tool call whose record is this code's (or fails its seal)."""
-        session_id = self._services.session_id
-        found = await suspensions.stored(lambda: suspensions.store.find(session_id, tool_call_id))
-        for stored in found:
-            record = await _unsealed(suspensions, stored)
-            if record is None or record.code == code:  # else: another program under the same tool call id
-                return stored, record
-        return None
-
     async def _check(
         self, suspensions: Suspensions, suspension_id: str, approved: bool | None
     ) -> tuple[StoredSuspension, SuspensionRecord, bool] | ResumeRefusal:
@@ -471,7 +450,7 @@ class ExecuteTool:
         stored = await suspensions.stored(lambda: suspensions.store.get(suspension_id))
         if stored is None:
             return "not-found"
-        record = await _unsealed(suspensions, stored)
+        record = await suspensions.unsealed(stored)
         if record is None:
             return "tampered"
         if record.session_id != self._services.session_id:
@@ -644,7 +623,7 @@ class ExecuteTool:
                     f"the paused run's state is {len(record.state)} bytes; the limit is {limit}"
                 )
             # Sealing hashes the whole state: a large one is hashed off the event loop.
-            if len(record.state) > _SEAL_ON_LOOP_BYTES:
+            if len(record.state) > SEAL_ON_LOOP_BYTES:
                 stored = await anyio.to_thread.run_sync(suspensions.seal, record)
             else:
                 stored = suspensions.seal(record)
@@ -852,13 +831,6 @@ def bounded_json(value: object, limit: int) -> str | InvalidResult | ResultTooLa
     except NotJson as exc:
         return InvalidResult(reason=str(exc))
     return dumps_compact(value)  # type: ignore[arg-type]  # json_size proved it is JSON
-
-
-async def _unsealed(suspensions: Suspensions, stored: StoredSuspension) -> SuspensionRecord | None:
-    """``stored``'s record if its seal holds; a large one is checked off the event loop."""
-    if len(stored.record) > _SEAL_ON_LOOP_BYTES:
-        return await anyio.to_thread.run_sync(suspensions.unseal, stored)
-    return suspensions.unseal(stored)
 
 
 class _BadArguments(Exception):

@@ -42,6 +42,8 @@ T = TypeVar("T")
 
 MIB = 1024 * 1024
 _MAC_BYTES = 32
+SEAL_ON_LOOP_BYTES = 256 * 1024
+"""Sealing or checking a record larger than this hashes it off the event loop; less takes under a millisecond."""
 _RECORD_MAGIC = b"MYCSUSP1"
 _DECISIONS = {True: b"approved", False: b"declined"}
 
@@ -272,6 +274,33 @@ class Suspensions:
             expires_at=record.expires_at,
             record=body + self._mac(body),
         )
+
+    async def unsealed(self, stored: StoredSuspension) -> SuspensionRecord | None:
+        """:meth:`unseal`, for a large record off the event loop (checking the seal hashes it all)."""
+        if len(stored.record) > SEAL_ON_LOOP_BYTES:
+            return await anyio.to_thread.run_sync(self.unseal, stored)
+        return self.unseal(stored)
+
+    async def of_call(
+        self, session_id: str | None, tool_call_id: str, code: str
+    ) -> tuple[StoredSuspension, SuspensionRecord | None] | None:
+        """The newest suspension of this session's tool call whose record is ``code``'s, expired or not.
+
+        Its record is ``None`` when the seal fails (such a suspension is refused, never taken for
+        another program's). Raises :class:`StoreUnavailable` when the store fails.
+        """
+        found = await self.stored(lambda: self.store.find(session_id, tool_call_id))
+        for stored in found:
+            record = await self.unsealed(stored)
+            if record is None or record.code == code:  # else: another program under the same tool call id
+                return stored, record
+        return None
+
+    async def waiting(self, session_id: str | None, tool_call_id: str, code: str) -> Suspension | None:
+        """The unexpired suspension this session's tool call of ``code`` waits in, if any (see :meth:`of_call`)."""
+        paused = await self.of_call(session_id, tool_call_id, code)
+        record = paused[1] if paused is not None else None
+        return record.suspension() if record is not None and record.expires_at > now() else None
 
     def unseal(self, stored: StoredSuspension) -> SuspensionRecord | None:
         """The record inside ``stored``, or ``None`` when its seal or its columns do not match it."""

@@ -212,13 +212,7 @@ class MyceliumTools:
         if item.name != EXECUTE or not isinstance(code := arguments.get("code"), str):
             return None
         session = self._session or self._runtime.session
-        session_id = session.id if session is not None else None
-        found = await suspensions.stored(lambda: suspensions.store.find(session_id, call_id))
-        for stored in found:  # newest first; another program under the same call id is not this one
-            record = suspensions.unseal(stored)
-            if record is not None and record.code == code:
-                return await self._runtime.suspension(stored.id, session=self._session)
-        return None
+        return await suspensions.waiting(session.id if session is not None else None, call_id, code)
 
     async def reject(
         self, state: RunState[Any, Any], item: ToolApprovalItem, *, rejection_message: str | None = None
