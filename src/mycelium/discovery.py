@@ -2,15 +2,20 @@
 
 A catalog is built once per revision and describes exactly that graph. Entries use the
 complete logical path (``apps.bazaar.windows.open``) and stay short. Search ranks with
-BM25 over path segments, names, descriptions and input field names and descriptions;
-an exact path or name match ranks first. Every output is bounded.
+BM25 over path segments, names, descriptions, the phrasings a host wrote for an operation
+and input field names and descriptions; an exact path or name match ranks first. A search
+may hold several phrasings of one need (``["refund", "give the customer their money
+back"]``): their words make one query, so the operation that answers most of them comes
+first. A catalog given a :class:`SemanticRanker` (the ``semantic`` extra) also ranks the
+need by meaning and fuses both rankings by reciprocal rank. Every output is bounded.
 
-What a guest sends is bounded too, and so is the work it causes: a query is at most
-:data:`MAX_QUERY_CHARS` characters and :data:`MAX_QUERY_WORDS` distinct words, a path or
-prefix at most :data:`MAX_PATH_CHARS` characters (longer ones are refused with a
-``ValueError`` naming the limit), and one search merges a bounded number of postings, so
-no call holds the event loop for more than a few milliseconds, even over 10,000
-operations. Nothing a guest sends is kept: every cache is filled from the catalog alone.
+What a guest sends is bounded too, and so is the work it causes: a search holds at most
+:data:`MAX_PHRASINGS` phrasings, each at most :data:`MAX_QUERY_CHARS` characters and
+:data:`MAX_QUERY_WORDS` distinct words, a path or prefix at most :data:`MAX_PATH_CHARS`
+characters (longer ones are refused with a ``ValueError`` naming the limit), and one
+search merges a bounded number of postings however many phrasings it holds, so no call
+holds the event loop for more than a few milliseconds, even over 10,000 operations.
+Nothing a guest sends is kept: every cache is filled from the catalog alone.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ import math
 import operator
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .bindings import BindingCallback
 from .graph import InstalledOperation, OperationGraph
@@ -40,13 +45,17 @@ __all__ = [
     "MAX_DESCRIBE_CHARS",
     "MAX_LIST_ENTRIES",
     "MAX_PATH_CHARS",
+    "MAX_PHRASINGS",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_WORDS",
     "MAX_SEARCH_LIMIT",
     "Catalog",
     "CatalogEntry",
     "NamespaceStubs",
+    "SemanticIndex",
+    "SemanticRanker",
     "forage_bindings",
+    "semantic_texts",
 ]
 
 DEFAULT_SEARCH_LIMIT = 8
@@ -57,6 +66,8 @@ MAX_QUERY_CHARS = 500
 """The longest search query, in characters: a query names a need in a few words."""
 MAX_QUERY_WORDS = 24
 """The most distinct words (stems, stopwords aside) one search query may hold."""
+MAX_PHRASINGS = 4
+"""The most phrasings one search may hold: a few ways of saying one need, not a batch of needs."""
 MAX_PATH_CHARS = 500
 """The longest path ``describe`` takes and the longest prefix ``list`` takes, in characters."""
 FORAGE_MODULE_ID = "mycelium.forage"
@@ -65,7 +76,7 @@ _MAX_LINE_CHARS = 160
 # BM25 parameters (Okapi defaults), and how much each field counts: names say most.
 _K1 = 1.2
 _B = 0.75
-_FIELD_WEIGHTS = {"name": 3, "path": 2, "description": 2, "fields": 1}
+_FIELD_WEIGHTS = {"name": 3, "path": 2, "description": 2, "phrasings": 2, "fields": 1}
 # Query words also reach their close relatives, at this fraction of their weight.
 _RELATED_WEIGHT = 0.5
 # One search merges at most this many postings in full (the rarest words first); words
@@ -73,6 +84,12 @@ _RELATED_WEIGHT = 0.5
 # the query: about 2 ms over 10,000 operations.
 _MERGE_BUDGET = 5_000
 _SHORTLIST = 200
+_ZEROS = itertools.repeat(0.0)
+# Fusion with a semantic ranking: each ranking counts weight / (_FUSION_K + rank) over its
+# first _FUSION_DEPTH operations.
+_FUSION_K = 5
+_FUSION_DEPTH = 30
+_SEMANTIC_WEIGHT = 1.0
 _STOPWORDS = frozenset(
     {
         "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "get", "give", "i", "in",
@@ -98,10 +115,36 @@ class CatalogEntry:
         return {"path": self.path, "description": self.description, "access": self.access, "confirm": self.confirm}
 
 
-class Catalog:
-    """The operations of one graph revision, ordered by logical path, with a search index."""
+class SemanticIndex(Protocol):
+    """A catalog's operations embedded once, ranked by meaning for each query."""
 
-    def __init__(self, graph: OperationGraph) -> None:
+    def nearest(self, queries: Sequence[str], depth: int) -> list[int]:
+        """The indexes of the ``depth`` documents closest to the need ``queries`` phrase, closest first."""
+        ...
+
+
+class SemanticRanker(Protocol):
+    """Ranks by meaning rather than by shared words (:mod:`mycelium.semantic` has one).
+
+    :meth:`index` is called once per catalog revision, with each operation's texts (its
+    words, its description, the phrasings its host wrote); the index it returns must stay
+    usable from any thread, as searches run wherever the guest's call is answered.
+    """
+
+    def index(self, documents: Sequence[Sequence[str]]) -> SemanticIndex:
+        """Embed ``documents`` (one sequence of texts per operation, in catalog order)."""
+        ...
+
+
+class Catalog:
+    """The operations of one graph revision, ordered by logical path, with a search index.
+
+    ``semantic`` adds a ranking by meaning, fused with the lexical one. Building a catalog
+    embeds every operation, so it may take a while over a large graph: build it off the
+    event loop (the runtime does).
+    """
+
+    def __init__(self, graph: OperationGraph, semantic: SemanticRanker | None = None) -> None:
         self.revision = graph.revision
         # Sorted by path, so the operations under a prefix are one contiguous run.
         self.targets: tuple[InstalledOperation, ...] = tuple(sorted(graph.operations(), key=lambda t: t.path))
@@ -124,30 +167,61 @@ class Catalog:
                 self._by_name[".".join(segments[start:]).lower()].append(index)
         stems: dict[str, str] = {}
         self._index = _Bm25(_document(target, stems) for target in self.targets)
+        self._semantic = semantic.index([semantic_texts(target) for target in self.targets]) if semantic else None
 
-    def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> list[CatalogEntry]:
+    def search(self, query: str | Sequence[str], limit: int = DEFAULT_SEARCH_LIMIT) -> list[CatalogEntry]:
         """The entries that best match ``query``, best first; an exact path or name ranks first.
 
-        Raises ``ValueError`` for a query over :data:`MAX_QUERY_CHARS` characters or
-        :data:`MAX_QUERY_WORDS` distinct words, and for a limit outside 1..:data:`MAX_SEARCH_LIMIT`.
+        ``query`` is one phrasing or a list of up to :data:`MAX_PHRASINGS` phrasings of the
+        same need, searched as one. Raises ``ValueError`` for a phrasing over
+        :data:`MAX_QUERY_CHARS` characters or :data:`MAX_QUERY_WORDS` distinct words, for an
+        empty list or more than :data:`MAX_PHRASINGS` phrasings, and for a limit outside
+        1..:data:`MAX_SEARCH_LIMIT`; ``TypeError`` for a query that is neither.
         """
-        _check_text(query, "search query", MAX_QUERY_CHARS)
+        if isinstance(query, str):
+            phrasings: Sequence[object] = [query]
+        elif isinstance(query, list | tuple):
+            phrasings = query
+            if not 1 <= len(phrasings) <= MAX_PHRASINGS:
+                raise ValueError(
+                    f"a search holds 1 to {MAX_PHRASINGS} phrasings of one need, got {len(phrasings)}; "
+                    "search again for another need."
+                )
+        else:
+            raise TypeError(f"the search query must be a string or a list of strings, got {type(query).__name__}")
         if type(limit) is not int or not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise ValueError(f"search limit must be an int from 1 to {MAX_SEARCH_LIMIT}, got {clip(repr(limit), 40)}")
-        stems = _distinct_stems(query)
-        if len(stems) > MAX_QUERY_WORDS:
-            raise ValueError(
-                f"the search query has {len(stems)} distinct words; the limit is {MAX_QUERY_WORDS}. "
-                "Search with a few words that name what you need."
-            )
-        return self._ranked(query, stems, limit)
+        texts: list[str] = []
+        for phrasing in phrasings:
+            _check_text(phrasing, "search query", MAX_QUERY_CHARS)
+            texts.append(phrasing)  # type: ignore[arg-type]  # checked just above
+        stems = [_distinct_stems(text) for text in texts]
+        for words in stems:
+            if len(words) > MAX_QUERY_WORDS:
+                raise ValueError(
+                    f"the search query has {len(words)} distinct words; the limit is {MAX_QUERY_WORDS}. "
+                    "Search with a few words that name what you need."
+                )
+        return self._ranked(texts, stems, limit)
 
-    def _ranked(self, query: str, stems: Sequence[str], limit: int) -> list[CatalogEntry]:
-        wanted = query.strip().lower()
-        exact = self._by_name.get(wanted, [])[:limit]
-        if wanted in self._by_path:
-            exact = [self._by_path[wanted], *exact]
-        ranked = list(dict.fromkeys([*exact, *self._index.top(stems, limit + len(exact))]))
+    def _ranked(self, texts: Sequence[str], stems: Sequence[Sequence[str]], limit: int) -> list[CatalogEntry]:
+        exact: list[int] = []
+        for text in texts:
+            wanted = text.strip().lower()
+            if wanted in self._by_path:
+                exact.append(self._by_path[wanted])
+            exact.extend(self._by_name.get(wanted, [])[:limit])
+        # Every phrasing's words make one query: an operation that answers several phrasings
+        # covers more of it, and the merge budget bounds the work however many there are.
+        words = list(dict.fromkeys(itertools.chain.from_iterable(stems)))
+        meaningful = [text for text in texts if text.strip()]
+        if self._semantic is None or not meaningful:
+            found = self._index.top(words, limit + len(exact))
+        else:
+            depth = max(limit + len(exact), _FUSION_DEPTH)
+            lexical = self._index.top(words, depth)
+            found = _fused([(1.0, lexical), (_SEMANTIC_WEIGHT, self._semantic.nearest(meaningful, depth))], depth)
+        ranked = list(dict.fromkeys([*exact, *found]))
         return [self.entries[index] for index in ranked[:limit]]
 
     def list(self, prefix: str = "") -> list[CatalogEntry]:
@@ -169,7 +243,7 @@ class Catalog:
         targets = self.targets[self._under(wanted)]
         if not targets:
             stems = _distinct_stems(wanted)[:MAX_QUERY_WORDS]
-            close = ", ".join(entry.path for entry in self._ranked(wanted, stems, 3)) if wanted else ""
+            close = ", ".join(entry.path for entry in self._ranked([wanted], [stems], 3)) if wanted else ""
             return f"# No operation or namespace {clip(path, 100)!r}." + (f" Close matches: {close}" if close else "")
         if len(targets) == 1:
             return render_bounded(list(targets), max_chars, prefix=wanted)
@@ -209,7 +283,9 @@ _STUB_HEADER = "import builtins\nfrom typing import Any, Literal, NotRequired, T
 _ENTRIES = "builtins.list[builtins.dict[builtins.str, Any]]"
 FORAGE_STUB = (
     _STUB_HEADER
-    + f"async def search(query: builtins.str, limit: builtins.int = {DEFAULT_SEARCH_LIMIT}) -> {_ENTRIES}: ...\n"
+    + "async def search(\n"
+    + f"    query: builtins.str | builtins.list[builtins.str], limit: builtins.int = {DEFAULT_SEARCH_LIMIT}\n"
+    + f") -> {_ENTRIES}: ...\n"
     + f'async def list(prefix: builtins.str = "") -> {_ENTRIES}: ...\n'
     + "async def describe(path: builtins.str) -> builtins.str: ...\n"
 )
@@ -250,8 +326,9 @@ class NamespaceStubs(Mapping[str, str]):
 def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:
     """``forage.search``, ``forage.list`` and ``forage.describe`` as a guest calls them.
 
-    Each takes one string or keyword arguments and returns JSON. They consume no
-    operation ordinals and need no grant: discovery shows labels, never runs anything.
+    Each takes one string (``search`` also a list of phrasings) or keyword arguments and
+    returns JSON. They consume no operation ordinals and need no grant: discovery shows
+    labels, never runs anything.
     """
 
     async def search(value: JsonValue) -> JsonValue:
@@ -404,19 +481,16 @@ class _Bm25:
                 break
             budget -= len(concept)
             merged += 1
-            score_of = scores.get
-            for index, score in concept.items():
-                scores[index] = score_of(index, 0.0) + score
+            _add(scores, concept.keys(), concept.values())
             covered.update(concept.keys())
         if merged == len(concepts):
             return _best(limit, scores, covered)
-        shortlist = _best(max(_SHORTLIST, limit), scores, covered)
+        kept = dict.fromkeys(_best(max(_SHORTLIST, limit), scores, covered))
         for concept in concepts[merged:]:
-            for index in shortlist:
-                if index in concept:
-                    scores[index] += concept[index]
-                    covered[index] += 1
-        kept = dict.fromkeys(shortlist)
+            # Intersecting key views walks the smaller side (the shortlist) in C.
+            hits = concept.keys() & kept.keys()
+            _add(scores, hits, map(concept.__getitem__, hits))
+            covered.update(hits)
         return _best(limit, {index: scores[index] for index in kept}, {index: covered[index] for index in kept})
 
     def _concept(self, stem: str) -> dict[int, float]:
@@ -433,6 +507,11 @@ class _Bm25:
         return concept
 
 
+def _add(scores: dict[int, float], keys: Collection[int], values: Iterable[float]) -> None:
+    """``scores[key] += value`` for each pair (``keys`` is walked twice), in C: no Python frame per posting."""
+    scores.update(zip(keys, map(operator.add, map(scores.get, keys, _ZEROS), values), strict=True))
+
+
 def _best(count: int, scores: Mapping[int, float], covered: Mapping[int, int]) -> list[int]:
     """The ``count`` documents of highest ``score * covered``, the lower index first on a tie.
 
@@ -443,6 +522,21 @@ def _best(count: int, scores: Mapping[int, float], covered: Mapping[int, int]) -
     return [-negated for _, negated in heapq.nlargest(count, zip(ranks, map(operator.neg, scores), strict=True))]
 
 
+def _fused(rankings: Sequence[tuple[float, Sequence[int]]], limit: int) -> list[int]:
+    """Reciprocal rank fusion: what ranks well in several rankings comes first (earlier rankings win ties)."""
+    scores: dict[int, float] = {}
+    for weight, ranking in rankings:
+        for rank, index in enumerate(ranking):
+            scores[index] = scores.get(index, 0.0) + weight / (_FUSION_K + rank)
+    return heapq.nlargest(limit, scores, key=scores.__getitem__)
+
+
+def semantic_texts(target: InstalledOperation) -> list[str]:
+    """What a semantic ranker embeds for an operation: its words and description, then each host phrasing."""
+    name = " ".join(_WORDS.findall(target.path.replace(".", " ")))
+    return [f"{name}: {_one_line(target.operation.description)}", *target.operation.phrasings]
+
+
 def _document(target: InstalledOperation, stems: dict[str, str]) -> Counter[str]:
     op = target.operation
     parts: dict[str, str] = {
@@ -450,6 +544,7 @@ def _document(target: InstalledOperation, stems: dict[str, str]) -> Counter[str]
         # The module's own description is shared by all its operations: it would only blur them.
         "path": " ".join(target.module.path),
         "description": op.description or "",
+        "phrasings": " ".join(op.phrasings),
         # What it takes and what it gives back: "how big is it" finds the operation returning `size`.
         "fields": " ".join([*_field_words(op.input_schema), *_field_words(op.output_schema)]),
     }
@@ -541,54 +636,37 @@ def _stem(word: str) -> str:
     return word
 
 
-# Close relatives among the words people use for what apps do. General vocabulary, not any
-# one catalog's: a word reaches the others in its group at _RELATED_WEIGHT.
+# Close relatives among the words people use for what apps do: a word reaches the others in
+# its group at _RELATED_WEIGHT. Kept by evidence: each group here, taken out alone, costs at
+# least one query of bench/search_quality.py's own set (recall@3 or MRR, with one phrasing or
+# three); the groups that cost nothing, or whose words mean different things in different apps
+# ("room" is a chat channel and part of a house), were dropped. Semantic ranking (the
+# `semantic` extra) covers the rest of the vocabulary without lists.
 _RELATED_GROUPS = (
     "create add new make compose write draft start schedule book post",
     "delete remove cancel trash erase discard drop destroy",
     "update change edit modify set rename move reschedule adjust",
-    "list show all browse enumerate",
     "get read view fetch retrieve detail info look",
     "search find look lookup query seek locate",
-    "send email mail message post reply forward share notify",
     "event meeting appointment invite invitation calendar",
-    "message email mail chat text conversation",
-    "file document doc attachment pdf upload download drive folder",
     "track song music tune album artist playlist",
-    "pay payment money transfer refund charge bill invoice",
-    "balance money fund account",
     "transaction spend spending purchase expense",
     "temperature warm warmer cold colder heat heating cool thermostat",
-    "weather forecast rain temperature storm wind",
     "alert warning warn storm",
-    "route direction navigate drive travel commute",
-    "distance far duration travel",
-    "window app application",
     "screenshot screen capture snapshot picture image photo",
     "task todo reminder remind chore",
     "complete done finish check",
-    "contact person people user",
-    "repo repository project codebase",
-    "issue bug ticket problem",
     "pull pr merge review",
     "approve accept review",
-    "restore undelete recover",
     "save store keep upload",
     "launch start open run",
-    "quit close exit stop",
-    "light lamp bright dim",
-    "lock unlock door",
-    "play resume listen",
-    "pause stop",
-    "volume loud louder quiet",
-    "web internet online",
-    "place location venue restaurant shop address",
-    "reaction react emoji",
-    "comment reply respond",
-    "release version publish tag",
     "build ci workflow pipeline action",
+    "file document doc attachment pdf upload download drive folder",
+    "balance money fund account",
+    "route direction navigate drive travel commute",
+    "issue bug ticket problem",
     "commit change history",
-    "channel conversation room thread",
+    "channel conversation thread",
 )
 
 

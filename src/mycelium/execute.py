@@ -29,6 +29,7 @@ from .discovery import (
     FORAGE_MODULE_ID,
     Catalog,
     NamespaceStubs,
+    SemanticRanker,
     forage_bindings,
     namespace_tree,
     render_bounded,
@@ -279,10 +280,14 @@ class RevisionView:
 
     @classmethod
     def build(
-        cls, graph: OperationGraph, sandbox_notes: str | None = None, sources: Mapping[str, str] | None = None
+        cls,
+        graph: OperationGraph,
+        sandbox_notes: str | None = None,
+        sources: Mapping[str, str] | None = None,
+        semantic: SemanticRanker | None = None,
     ) -> RevisionView:
         """Build the view of ``graph`` once; leases of the revision reuse it."""
-        catalog = Catalog(graph)
+        catalog = Catalog(graph, semantic)
         return cls(
             graph=graph,
             catalog=catalog,
@@ -861,8 +866,9 @@ def execute_description(
         "These operations are available, as Python stubs. Call each by the path in the comment above it: "
         "`# <ns>.<op>` means `await <ns>.<op>(...)`.\n\n" + stubs
         if stubs is not None
-        else 'Namespaces (operation counts). Find operations with `await forage.search("what you need")`, '
-        'then `await forage.describe("path")` for the exact signature:\n\n'
+        else "Namespaces (operation counts). Find operations with `await forage.search([...])` "
+        "(two or three phrasings of what you need), then `await forage.describe(\"path\")` for the exact "
+        "signature:\n\n"
         + namespace_tree(catalog, max_chars - len(rules) - 200)
     )
     text = rules + body
@@ -902,8 +908,10 @@ Calling operations (`<ns>.<op>` stands for a real operation path: see below, or 
   (`Refusal` in the stubs) and nothing ran. Check with `match found:` and
   `case {"refused": True, "message": message}:`, then act on the message.
 - Bad arguments raise ValueError; a host failure raises RuntimeError with a reference.
-- Discover with `await forage.search("what you need")` (a few words), `await forage.list("prefix")`
-  and `await forage.describe("path.or.prefix")`.
+- Discover with `await forage.search(["refund a payment", "give the customer their money back",
+  "refunds.create"])`: search two or three ways at once (the user's words, your own, and the API
+  verb and noun you expect); each phrasing a few words. Then `await forage.describe("path")` for
+  the signature, or browse with `await forage.list("prefix")`.
 
 Result: end with `return <value>` (or a final expression). It must be JSON (dicts with string keys,
 lists, strings, finite numbers, booleans, None) and small; print() output comes back as logs. Each run

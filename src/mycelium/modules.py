@@ -163,19 +163,21 @@ class Module:
         access: AccessLabel | None = None,
         confirm: bool = False,
         description: str | None = None,
+        phrasings: Sequence[str] | None = None,
     ) -> Callable[[_F], _F]:
         """Decorate a sync or async function to register it as an operation of this module.
 
         The function's parameters form the input object, its return annotation the output,
-        and its docstring's first paragraph the description. The function is returned
-        unchanged, so it stays callable and testable on its own.
+        and its docstring's first paragraph the description. ``phrasings`` are how a person
+        might ask for it, for search. The function is returned unchanged, so it stays
+        callable and testable on its own.
         """
 
         def register(fn: _F) -> _F:
-            self.add(
-                name if name is not None else fn.__name__,
-                operation_from_function(fn, access=access, confirm=confirm, description=description),
+            made = operation_from_function(
+                fn, access=access, confirm=confirm, description=description, phrasings=phrasings
             )
+            self.add(name if name is not None else fn.__name__, made)
             return fn
 
         return register

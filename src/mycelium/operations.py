@@ -16,7 +16,7 @@ import functools
 import inspect
 import threading
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
 
 import anyio.to_thread
@@ -32,6 +32,8 @@ from .errors import DefinitionError
 from .values import JsonValue, NotJson, check_json
 
 __all__ = [
+    "MAX_PHRASINGS",
+    "MAX_PHRASING_CHARS",
     "AccessLabel",
     "Operation",
     "Schema",
@@ -40,6 +42,7 @@ __all__ = [
     "operation",
     "operation_from_function",
     "parse_labels",
+    "parse_phrasings",
 ]
 
 AccessLabel: TypeAlias = Literal["read", "write"]
@@ -209,11 +212,13 @@ class Operation:
     operation may be registered in several modules; copying one gives the same object.
     """
 
-    __slots__ = ("_input", "_invoke", "_output", "access", "confirm", "description")
+    __slots__ = ("_input", "_invoke", "_output", "access", "confirm", "description", "phrasings")
 
     access: AccessLabel
     confirm: bool
     description: str | None
+    phrasings: tuple[str, ...]
+    """How a person might ask for this operation, in their own words: found by search, never shown."""
     _input: Schema
     _output: Schema
     _invoke: _Invoke
@@ -227,6 +232,7 @@ class Operation:
         access: AccessLabel,
         confirm: bool,
         description: str | None,
+        phrasings: tuple[str, ...] = (),
     ) -> None:
         for name, value in (
             ("_input", input),
@@ -235,6 +241,7 @@ class Operation:
             ("access", access),
             ("confirm", confirm),
             ("description", description),
+            ("phrasings", phrasings),
         ):
             object.__setattr__(self, name, value)
 
@@ -291,6 +298,32 @@ def parse_labels(access: object, confirm: object) -> tuple[AccessLabel, bool]:
     return label, confirm
 
 
+MAX_PHRASINGS = 32
+"""The most phrasings one operation may carry."""
+MAX_PHRASING_CHARS = 200
+"""The longest phrasing, in characters: a request in a person's words, not a document."""
+
+
+def parse_phrasings(phrasings: object) -> tuple[str, ...]:
+    """Check the phrasings an operation author wrote; anything unexpected is a DefinitionError."""
+    if phrasings is None:
+        return ()
+    if isinstance(phrasings, str) or not isinstance(phrasings, list | tuple):
+        raise DefinitionError(
+            f"phrasings must be a list of strings (how a person might ask for the operation), got {phrasings!r:.80}"
+        )
+    if len(phrasings) > MAX_PHRASINGS:
+        raise DefinitionError(f"an operation takes at most {MAX_PHRASINGS} phrasings, got {len(phrasings)}")
+    for phrasing in phrasings:
+        if not isinstance(phrasing, str) or not phrasing.strip():
+            raise DefinitionError(f"each phrasing must be a non-empty string, got {phrasing!r:.80}")
+        if len(phrasing) > MAX_PHRASING_CHARS:
+            raise DefinitionError(
+                f"the phrasing {phrasing[:40]!r}... is {len(phrasing)} characters; the limit is {MAX_PHRASING_CHARS}"
+            )
+    return tuple(" ".join(phrasing.split()) for phrasing in phrasings)
+
+
 def operation(
     *,
     input: SchemaSpec = None,
@@ -299,6 +332,7 @@ def operation(
     access: AccessLabel | None = None,
     confirm: bool = False,
     description: str | None = None,
+    phrasings: Sequence[str] | None = None,
 ) -> Operation:
     """Define an operation explicitly.
 
@@ -306,9 +340,11 @@ def operation(
     accepts, or a JSON Schema dict. Absent input is an empty object; absent output is any
     JSON value. ``execute`` may be sync or async and takes ``(input)``, ``(input, ctx)``
     or nothing. ``access`` is ``"read"`` or ``"write"`` (``None`` means write); ``confirm``
-    asks a person before each call.
+    asks a person before each call. ``phrasings`` are how a person might ask for it
+    (``["give the customer their money back"]``): search finds the operation by them.
     """
     label, confirm = parse_labels(access, confirm)
+    wordings = parse_phrasings(phrasings)
     if not callable(execute):
         raise DefinitionError(f"execute must be callable, got {execute!r}")
     if description is not None and not isinstance(description, str):
@@ -326,6 +362,7 @@ def operation(
         access=label,
         confirm=confirm,
         description=description,
+        phrasings=wordings,
     )
 
 
@@ -335,15 +372,18 @@ def operation_from_function(
     access: AccessLabel | None = None,
     confirm: bool = False,
     description: str | None = None,
+    phrasings: Sequence[str] | None = None,
 ) -> Operation:
     """Define an operation from a function's signature (the decorator form).
 
     Each parameter becomes a property of the input object (its annotation is the type,
     its default makes it optional); a parameter annotated :class:`InvocationContext` is
     injected instead. The return annotation is the output; without one, any JSON value.
-    The description defaults to the first paragraph of the docstring.
+    The description defaults to the first paragraph of the docstring; ``phrasings`` are
+    as for :func:`operation`.
     """
     label, confirm = parse_labels(access, confirm)
+    wordings = parse_phrasings(phrasings)
     where = getattr(fn, "__qualname__", repr(fn))
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -390,6 +430,7 @@ def operation_from_function(
         access=label,
         confirm=confirm,
         description=description,
+        phrasings=wordings,
     )
 
 

@@ -1,0 +1,187 @@
+"""Search that finds what a person means: several phrasings per search, and host-written phrasings.
+
+Each test is named after one rule. Catalogs are built from real modules; the guest-side
+tests run programs in the real Monty sandbox. Ranking by meaning (the ``semantic`` extra)
+is tested in ``test_semantic.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from mycelium import DefinitionError, Module, Runtime, operation
+from mycelium.discovery import MAX_PHRASINGS, MAX_QUERY_CHARS, MAX_QUERY_WORDS, Catalog
+from mycelium.execute import execute_description
+from mycelium.graph import build_graph
+from mycelium.operations import MAX_PHRASING_CHARS
+from mycelium.operations import MAX_PHRASINGS as MAX_OPERATION_PHRASINGS
+from mycelium.sandbox.monty import MontySandbox
+
+
+class Charge(BaseModel):
+    charge: str
+
+
+def _op(description: str, phrasings: list[str] | None = None) -> Any:
+    return operation(input=Charge, execute=lambda: None, description=description, phrasings=phrasings)
+
+
+def shop() -> list[Module]:
+    return [
+        Module(
+            id="billing",
+            name="billing",
+            operations={
+                "refunds.create": _op("Creates a refund for a charge.", phrasings=["reimburse the buyer"]),
+                "charges.capture": _op("Capture a previously authorized charge."),
+                "charges.list": _op("Returns a list of charges."),
+                "customers.update": _op("Updates a customer's details."),
+                "payouts.create": _op("Send funds to your bank account."),
+            },
+        ),
+        Module(
+            id="messages",
+            name="messages",
+            operations={
+                "send": _op("Send a text message to a phone number."),
+                "list": _op("Returns the messages of an account."),
+            },
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return Catalog(build_graph(shop(), revision=1))
+
+
+def paths(entries: list[Any]) -> list[str]:
+    return [entry.path for entry in entries]
+
+
+# --- Several phrasings in one search --------------------------------------------------------
+
+
+def test_the_operation_several_phrasings_agree_on_ranks_first(catalog: Catalog) -> None:
+    # Each phrasing alone is ambiguous; together they name one operation.
+    assert paths(catalog.search("reverse a charge"))[0] != "billing.refunds.create"
+    found = catalog.search(["reverse a charge", "refund the order", "refunds.create"])
+    assert paths(found)[0] == "billing.refunds.create"
+
+
+def test_one_phrasing_in_a_list_ranks_as_the_same_string_does(catalog: Catalog) -> None:
+    for query in ("send a text", "charges", "customer details", "billing.charges.list"):
+        assert catalog.search([query]) == catalog.search(query)
+
+
+def test_an_exact_path_in_any_phrasing_ranks_first(catalog: Catalog) -> None:
+    found = catalog.search(["send a text message", "messages.list"])
+    assert paths(found)[0] == "messages.list"
+
+
+def test_a_search_of_several_phrasings_lists_each_operation_once(catalog: Catalog) -> None:
+    found = paths(catalog.search(["charge", "charges", "a charge"], limit=50))
+    assert len(found) == len(set(found))
+
+
+@pytest.mark.parametrize("count", [0, MAX_PHRASINGS + 1, 50])
+def test_a_search_holds_one_to_max_phrasings(catalog: Catalog, count: int) -> None:
+    with pytest.raises(ValueError, match=f"1 to {MAX_PHRASINGS} phrasings"):
+        catalog.search(["refund"] * count)
+    assert catalog.search(["refund"] * MAX_PHRASINGS)
+
+
+def test_every_phrasing_is_bounded_like_a_single_query(catalog: Catalog) -> None:
+    with pytest.raises(ValueError, match=f"limit is {MAX_QUERY_CHARS}"):
+        catalog.search(["refund", "x" * (MAX_QUERY_CHARS + 1)])
+    many_words = " ".join(
+        f"k{'bcdfghjkmnpqrtvwxz'[i // 18]}{'bcdfghjkmnpqrtvwxz'[i % 18]}k" for i in range(MAX_QUERY_WORDS + 1)
+    )
+    with pytest.raises(ValueError, match=f"limit is {MAX_QUERY_WORDS}"):
+        catalog.search(["refund", many_words])
+
+
+@pytest.mark.parametrize("query", [[5], ["refund", None], [["nested"]], {"refund"}, {"query": "refund"}, b"x"])
+def test_a_query_that_is_not_a_string_or_a_list_of_strings_raises_type_error(catalog: Catalog, query: Any) -> None:
+    with pytest.raises(TypeError):
+        catalog.search(query)
+
+
+async def test_a_guest_searches_with_a_list_of_phrasings() -> None:
+    program = """
+one = await forage.search(["reverse a charge", "refund the order", "refunds.create"], limit=2)
+keyword = await forage.search(query=["refunds.create"], limit=1)
+try:
+    await forage.search(["a", "b", "c", "d", "e"])
+except ValueError as exc:
+    refused = str(exc)
+return [[e["path"] for e in one], keyword[0]["path"], refused]
+"""
+    async with Runtime(modules=shop(), sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
+        result = await lease.execute_tool.run(program)
+    assert not result.is_error, result.text
+    found, keyword, refused = result.value  # type: ignore[misc]
+    assert found[0] == "billing.refunds.create"
+    assert keyword == "billing.refunds.create"
+    assert f"1 to {MAX_PHRASINGS} phrasings" in refused
+
+
+def test_the_execute_description_teaches_searching_several_ways(catalog: Catalog) -> None:
+    text = execute_description(catalog)
+    assert "forage.search([" in text
+    assert "two or three ways" in text
+
+
+# --- Host-written phrasings -----------------------------------------------------------------
+
+
+def test_a_host_phrasing_finds_an_operation_its_description_never_words(catalog: Catalog) -> None:
+    # "reimburse" is in no path, name, description or field of refunds.create: only its phrasing.
+    assert paths(catalog.search("reimburse the buyer please"))[0] == "billing.refunds.create"
+    plain = Catalog(
+        build_graph(
+            [Module(id="b", name="billing", operations={"refunds.create": _op("Creates a refund.")})], revision=1
+        )
+    )
+    assert plain.search("reimburse the buyer please") == []
+
+
+def test_phrasings_are_for_search_and_never_shown_to_the_model(catalog: Catalog) -> None:
+    assert "reimburse" not in catalog.describe("billing.refunds.create")
+    assert "reimburse" not in str([entry.to_json() for entry in catalog.search("reimburse")])
+    assert "reimburse" not in execute_description(catalog)
+
+
+def test_the_decorator_takes_phrasings_too() -> None:
+    module = Module(id="home", name="home")
+
+    @module.operation(phrasings=["make it warmer", "turn up the heat"])
+    def set_thermostat(celsius: float) -> None:
+        """Set the target temperature."""
+
+    catalog = Catalog(build_graph([module], revision=1))
+    assert paths(catalog.search("turn up the heat"))[0] == "home.set_thermostat"
+
+
+@pytest.mark.parametrize(
+    ("phrasings", "message"),
+    [
+        ("give money back", "must be a list of strings"),
+        ([""], "non-empty string"),
+        (["   "], "non-empty string"),
+        ([3], "non-empty string"),
+        (["x" * (MAX_PHRASING_CHARS + 1)], f"limit is {MAX_PHRASING_CHARS}"),
+        (["ask"] * (MAX_OPERATION_PHRASINGS + 1), f"at most {MAX_OPERATION_PHRASINGS} phrasings"),
+    ],
+)
+def test_bad_phrasings_are_refused_when_the_operation_is_defined(phrasings: Any, message: str) -> None:
+    with pytest.raises(DefinitionError, match=message):
+        operation(execute=lambda: None, phrasings=phrasings)
+
+
+def test_phrasings_are_kept_with_their_whitespace_collapsed() -> None:
+    made = operation(execute=lambda: None, phrasings=("  give the\n customer  their money back ",))
+    assert made.phrasings == ("give the customer their money back",)
