@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import sys
@@ -38,7 +39,7 @@ from .admission import (
 )
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
-from .discovery import Catalog
+from .discovery import Catalog, SemanticRanker
 from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
 from .execute import ExecuteServices, ExecuteTool, RevisionView, ToolResult
 from .failures import FailureEvidence
@@ -110,6 +111,7 @@ class Runtime:
     for sandbox runs still settling, it logs a warning naming them.
     ``suspensions`` opts in to pausing runs at confirmations the host defers (see
     :mod:`mycelium.suspend`); the sandbox must be able to resume runs (Monty can).
+    ``semantic`` adds a ranking by meaning to search (see :mod:`mycelium.semantic`).
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class Runtime:
         on_sandbox_failure: Observer[FailureEvidence] | None = None,
         close_warning_ms: int = 5_000,
         suspensions: Suspensions | None = None,
+        semantic: SemanticRanker | None = None,
     ) -> None:
         if not isinstance(sandbox, Sandbox):
             raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
@@ -174,6 +177,7 @@ class Runtime:
             suspensions=suspensions,
         )
         self.suspensions = suspensions
+        self._semantic = semantic
         self._invoker = self._services.invoker
         self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
         # Built once per revision, shared by its leases and dropped with the revision's graph.
@@ -252,7 +256,12 @@ class Runtime:
             if view is None:
                 notes = getattr(self.sandbox, "guest_notes", None)
                 sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
-                view = self._views[revision.graph] = RevisionView.build(revision.graph, notes, sources)
+                # Indexing a large graph (and embedding it) takes a while: never on the event loop.
+                # Acquires racing to a new revision may each build it; the first one kept wins.
+                built = await anyio.to_thread.run_sync(
+                    functools.partial(RevisionView.build, revision.graph, notes, sources, self._semantic)
+                )
+                view = self._views.setdefault(revision.graph, built)
             record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
             lease = Lease(self, revision, view, record, services)
         except BaseException:
