@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from loopback import serve_asgi
 from mycelium import ExecutionOptions, Module
 from mycelium.access import Grant
+from mycelium.discovery import SemanticRanker
 from mycelium.mcp import (
     Admitted,
     Agent,
@@ -168,6 +169,7 @@ async def served(
     max_connections_per_principal: int | None = None,
     execution: ExecutionOptions | None = None,
     sandbox: MontySandbox | None = None,
+    semantic: SemanticRanker | None = None,
 ) -> AsyncIterator[Served]:
     host = host or Host()
     async with AsyncExitStack() as stack:
@@ -177,6 +179,7 @@ async def served(
             execution=execution,
             connections=connections,
             max_connections=max_connections,
+            semantic=semantic,
         )
         stack.push_async_callback(catalog.aclose)
         server = create_mcp(

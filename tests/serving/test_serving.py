@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from .conftest import ALICE, BOB, Host, served, text_of
 
@@ -58,3 +59,27 @@ async def test_a_failed_execute_is_a_tool_error_with_the_safe_message() -> None:
     assert "boom" in text_of(result)
     assert bad.is_error is True
     assert "code" in text_of(bad)
+
+
+class _Backwards:
+    """A host's own ranking by meaning: the catalog last path first, whatever the need."""
+
+    def index(self, documents: Sequence[Sequence[str]]) -> _BackwardsIndex:
+        return _BackwardsIndex(len(documents))
+
+
+class _BackwardsIndex:
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def nearest(self, queries: Sequence[str], depth: int) -> list[int]:
+        return list(range(self._count - 1, -1, -1))[:depth]
+
+
+async def test_a_served_catalog_ranks_with_the_semantic_ranker_it_was_given() -> None:
+    # No word of the query is in the catalog: only the ranker's order can answer.
+    code = 'return [e["path"] for e in await forage.search(["qqqq", "zzzz"], limit=2)]'
+    async with served(semantic=_Backwards()) as s, s.client() as client:
+        result = await client.call_tool("execute", {"code": code})
+    assert result.is_error is False, text_of(result)
+    assert json.loads(text_of(result)) == ["notes.search", "notes.delete"]

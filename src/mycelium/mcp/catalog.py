@@ -26,6 +26,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from ..access import Access, Grant
 from ..admission import SharedSandbox
 from ..context import Session
+from ..discovery import SemanticRanker
 from ..execute import ToolCall, ToolDefinition, ToolResult
 from ..modules import Module
 from ..options import ExecutionOptions, check_int
@@ -174,6 +175,7 @@ class McpCatalog:
         execution: ExecutionOptions | None,
         connections: ConnectionStore,
         max_connections: int,
+        semantic: SemanticRanker | None = None,
     ) -> None:
         if not callable(load):
             raise ValueError("load must be a callable taking a principal and returning an McpAuthority")
@@ -198,6 +200,7 @@ class McpCatalog:
             )
         )
         self._connections = connections
+        self._semantic = semantic
         self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
         self._retiring: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -266,6 +269,7 @@ class McpCatalog:
             execution=self._execution,
             # Every lease brings the request's access; this one only stands behind an unexpected path.
             access=Access(explicit=True),
+            semantic=self._semantic,
         )
         if loaded is not None:
             self._retire(loaded.runtime)
@@ -311,6 +315,7 @@ def create_mcp_catalog(
     execution: ExecutionOptions | None = None,
     connections: ConnectionStore | None = None,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    semantic: SemanticRanker | None = None,
 ) -> McpCatalog:
     """The MCP catalog for installed apps.
 
@@ -320,6 +325,7 @@ def create_mcp_catalog(
     :class:`~mycelium.admission.SharedSandbox` to share it further). ``connections``
     records connections: in memory by default, or ``SqliteConnections(path)`` so a
     restarted server resumes them. At most ``max_connections`` stay open in memory.
+    ``semantic`` adds ranking by meaning to every principal's search (see :mod:`mycelium.semantic`).
     ``await catalog.aclose()`` closes the sandbox too, unless it was a ``SharedSandbox``
     (whose owner closes it).
     """
@@ -329,4 +335,5 @@ def create_mcp_catalog(
         execution=execution,
         connections=connections if connections is not None else MemoryConnections(),
         max_connections=max_connections,
+        semantic=semantic,
     )

@@ -49,6 +49,7 @@ from urllib.parse import urlsplit
 
 import mcp_types
 
+from ..discovery import SemanticRanker
 from ..sandbox import Sandbox
 from ..sandbox.monty import MontySandbox
 from ..sources import CapabilitySource
@@ -356,13 +357,17 @@ def config_sources(servers: Sequence[UpstreamConfig]) -> list[CapabilitySource]:
 
 
 def create_config_catalog(
-    servers: Sequence[UpstreamConfig] | Path | str, *, sandbox: Sandbox | None = None
+    servers: Sequence[UpstreamConfig] | Path | str,
+    *,
+    sandbox: Sandbox | None = None,
+    semantic: SemanticRanker | None = None,
 ) -> McpCatalog:
     """The catalog serving every server of a config (a path, or servers already read), owner-granted.
 
     Every principal the catalog is asked about gets write grants on every server: this is
     the catalog ``mycelium serve --config`` serves to its one token holder, the config's
-    owner. ``sandbox`` defaults to a :class:`~mycelium.sandbox.monty.MontySandbox`.
+    owner. ``sandbox`` defaults to a :class:`~mycelium.sandbox.monty.MontySandbox`;
+    ``semantic`` adds ranking by meaning to search.
     """
     read = read_config(servers) if isinstance(servers, Path | str) else tuple(servers)
     authority = McpAuthority(
@@ -373,4 +378,4 @@ def create_config_catalog(
     def load(principal: Principal) -> McpAuthority:
         return authority
 
-    return create_mcp_catalog(load=load, sandbox=sandbox if sandbox is not None else MontySandbox())
+    return create_mcp_catalog(load=load, sandbox=sandbox if sandbox is not None else MontySandbox(), semantic=semantic)
