@@ -27,9 +27,12 @@ import math
 import operator
 import re
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import anyio
+import anyio.to_thread
 
 from .bindings import BindingCallback
 from .graph import InstalledOperation, OperationGraph
@@ -84,6 +87,8 @@ _RELATED_WEIGHT = 0.5
 # the query: about 2 ms over 10,000 operations.
 _MERGE_BUDGET = 5_000
 _SHORTLIST = 200
+# Searches and describes of one catalog running at once, each in a worker thread.
+_DISCOVERY_THREADS = 2
 _ZEROS = itertools.repeat(0.0)
 # Fusion with a semantic ranking: each ranking counts weight / (_FUSION_K + rank) over its
 # first _FUSION_DEPTH operations.
@@ -178,6 +183,10 @@ class Catalog:
         empty list or more than :data:`MAX_PHRASINGS` phrasings, and for a limit outside
         1..:data:`MAX_SEARCH_LIMIT`; ``TypeError`` for a query that is neither.
         """
+        return self._ranked(*self._checked(query, limit), limit)
+
+    def _checked(self, query: object, limit: object) -> tuple[list[str], list[list[str]]]:
+        """A search's phrasings and their stems, or the error naming what is wrong (cheap: sizes first)."""
         if isinstance(query, str):
             phrasings: Sequence[object] = [query]
         elif isinstance(query, list | tuple):
@@ -202,7 +211,7 @@ class Catalog:
                     f"the search query has {len(words)} distinct words; the limit is {MAX_QUERY_WORDS}. "
                     "Search with a few words that name what you need."
                 )
-        return self._ranked(texts, stems, limit)
+        return texts, stems
 
     def _ranked(self, texts: Sequence[str], stems: Sequence[Sequence[str]], limit: int) -> list[CatalogEntry]:
         exact: list[int] = []
@@ -328,14 +337,26 @@ def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:
 
     Each takes one string (``search`` also a list of phrasings) or keyword arguments and
     returns JSON. They consume no operation ordinals and need no grant: discovery shows
-    labels, never runs anything.
+    labels, never runs anything. Search and describe rank the whole catalog, which takes
+    milliseconds over a large one: they run in worker threads, at most two at once for the
+    catalog, so no guest holds the event loop with them however many it gathers.
     """
+    threads: anyio.CapacityLimiter | None = None
+
+    async def off_loop(call: Callable[[], JsonValue]) -> JsonValue:
+        nonlocal threads
+        if threads is None:  # made in the event loop that first needs it
+            threads = anyio.CapacityLimiter(_DISCOVERY_THREADS)
+        return await anyio.to_thread.run_sync(call, limiter=threads)
 
     async def search(value: JsonValue) -> JsonValue:
         query, limit = _arguments(value, "query", {"limit": DEFAULT_SEARCH_LIMIT})
         if not isinstance(limit, int) or isinstance(limit, bool):
             raise TypeError("forage.search(limit=...) must be an int")
-        return [entry.to_json() for entry in catalog.search(query, limit)]  # type: ignore[arg-type,misc]
+        # Checked here, so a refused query (however large) never reaches a worker thread,
+        # whose idle state keeps its last job alive.
+        texts, stems = catalog._checked(query, limit)
+        return await off_loop(lambda: [entry.to_json() for entry in catalog._ranked(texts, stems, limit)])  # type: ignore[misc]
 
     async def list_(value: JsonValue) -> JsonValue:
         prefix, _ = _arguments(value, "prefix", {}, default="")
@@ -348,7 +369,8 @@ def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:
 
     async def describe(value: JsonValue) -> JsonValue:
         path, _ = _arguments(value, "path", {})
-        return catalog.describe(path)  # type: ignore[arg-type]  # the catalog checks it
+        _check_text(path, "describe path", MAX_PATH_CHARS)
+        return await off_loop(lambda: catalog.describe(path))  # type: ignore[arg-type]  # checked just above
 
     # A positional value is the first keyword: forage.search("query", limit=3).
     search.positional_name = "query"  # type: ignore[attr-defined]
