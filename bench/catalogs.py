@@ -31,6 +31,7 @@ __all__ = [
     "DOMAINS",
     "VENDORS",
     "FastMCPBaseline",
+    "LabelledQuery",
     "fastmcp_baseline",
     "fastmcp_tool_name",
     "generated_catalog",
@@ -38,6 +39,16 @@ __all__ = [
     "plural",
     "realistic_catalog",
 ]
+
+
+@dataclass(frozen=True)
+class LabelledQuery:
+    """One labelled need: what a model types first, the phrasings it would add, and the paths that satisfy it."""
+
+    text: str
+    alternates: tuple[str, ...]
+    acceptable: tuple[str, ...]
+    kind: Literal["own", "lexical", "paraphrase", "hard"]
 
 
 def _noop() -> None:

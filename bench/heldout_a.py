@@ -19,25 +19,14 @@ search is judged by these queries, the queries and the catalog must stay as they
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from catalogs import _app, p, read, write
+from catalogs import LabelledQuery, _app, p, read, write
 
 from mycelium import Module
 
-__all__ = ["QUERIES_A", "HeldOutQuery", "heldout_catalog_a"]
-
-
-@dataclass(frozen=True)
-class HeldOutQuery:
-    """One labelled search: what was typed, two more phrasings, and the paths that satisfy it."""
-
-    text: str
-    alternates: tuple[str, str]
-    acceptable: tuple[str, ...]
-    kind: Literal["lexical", "paraphrase", "hard"]
+__all__ = ["QUERIES_A", "heldout_catalog_a"]
 
 
 # --------------------------------------------------------------------------------------
@@ -1055,11 +1044,11 @@ def _q(
     alternates: tuple[str, str],
     acceptable: tuple[str, ...],
     kind: Literal["lexical", "paraphrase", "hard"],
-) -> HeldOutQuery:
-    return HeldOutQuery(text, alternates, acceptable, kind)
+) -> LabelledQuery:
+    return LabelledQuery(text, alternates, acceptable, kind)
 
 
-QUERIES_A: tuple[HeldOutQuery, ...] = (
+QUERIES_A: tuple[LabelledQuery, ...] = (
     # --- Jira
     _q(
         "log 3 hours of work on PROJ-123",

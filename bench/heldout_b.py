@@ -19,25 +19,14 @@ a change to it is a new held-out set, to be written blind again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from catalogs import _app, p, read, write
+from catalogs import LabelledQuery, _app, p, read, write
 
 from mycelium import Module
 
-__all__ = ["QUERIES_B", "HeldOutQuery", "heldout_catalog_b"]
-
-
-@dataclass(frozen=True)
-class HeldOutQuery:
-    """One labelled search: what a model types, two more phrasings, and the paths that satisfy it."""
-
-    text: str
-    alternates: tuple[str, str]
-    acceptable: tuple[str, ...]
-    kind: Literal["lexical", "paraphrase", "hard"]
+__all__ = ["QUERIES_B", "heldout_catalog_b"]
 
 
 # --------------------------------------------------------------------------------------
@@ -1373,11 +1362,11 @@ def heldout_catalog_b() -> list[Module]:
 
 def _q(
     kind: Literal["lexical", "paraphrase", "hard"], text: str, alternates: tuple[str, str], *acceptable: str
-) -> HeldOutQuery:
-    return HeldOutQuery(text=text, alternates=alternates, acceptable=acceptable, kind=kind)
+) -> LabelledQuery:
+    return LabelledQuery(text=text, alternates=alternates, acceptable=acceptable, kind=kind)
 
 
-QUERIES_B: tuple[HeldOutQuery, ...] = (
+QUERIES_B: tuple[LabelledQuery, ...] = (
     # Shopify
     _q(
         "lexical",

@@ -32,7 +32,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from catalogs import FastMCPBaseline, fastmcp_baseline, fastmcp_tool_name, operation_count, realistic_catalog
+from catalogs import (
+    FastMCPBaseline,
+    LabelledQuery,
+    fastmcp_baseline,
+    fastmcp_tool_name,
+    operation_count,
+    realistic_catalog,
+)
 from own_phrasings import ALTERNATES
 
 from mycelium import Module
@@ -144,32 +151,21 @@ OWN_QUERIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 @dataclass(frozen=True)
-class Query:
-    """One labelled need: the phrasing a model types first, two more it would add, what satisfies it."""
-
-    text: str
-    alternates: tuple[str, ...]
-    acceptable: tuple[str, ...]
-    kind: str
-
-
-@dataclass(frozen=True)
 class QuerySet:
     name: str
     modules: list[Module]
-    queries: tuple[Query, ...]
+    queries: tuple[LabelledQuery, ...]
 
 
 def query_sets(only: str | None) -> list[QuerySet]:
     sets: list[QuerySet] = []
     if only in (None, "own"):
-        own = tuple(Query(text, ALTERNATES[text], acceptable, "own") for text, acceptable in OWN_QUERIES)
+        own = tuple(LabelledQuery(text, ALTERNATES[text], acceptable, "own") for text, acceptable in OWN_QUERIES)
         sets.append(QuerySet("own", realistic_catalog(), own))
     if only in (None, "held-out"):
         from heldout import HELDOUT_QUERIES, heldout_catalog  # kept apart: it must never be tuned on
 
-        heldout = tuple(Query(q.text, q.alternates, q.acceptable, q.kind) for q in HELDOUT_QUERIES)
-        sets.append(QuerySet("held-out", heldout_catalog(), heldout))
+        sets.append(QuerySet("held-out", heldout_catalog(), HELDOUT_QUERIES))
     return sets
 
 
@@ -181,14 +177,14 @@ Search = Callable[[Sequence[str]], list[str]]
 class Scores:
     recall: dict[int, float]
     mrr: float
-    misses: list[tuple[Query, list[str]]]
+    misses: list[tuple[LabelledQuery, list[str]]]
     """Queries whose acceptable paths are not in the top 3, with what came back."""
     latencies_us: list[float]
 
 
-def score(search: Search, queries: Sequence[Query], multi: bool) -> Scores:
+def score(search: Search, queries: Sequence[LabelledQuery], multi: bool) -> Scores:
     found_at: list[int | None] = []
-    misses: list[tuple[Query, list[str]]] = []
+    misses: list[tuple[LabelledQuery, list[str]]] = []
     latencies: list[float] = []
     for query in queries:
         phrasings = [query.text, *query.alternates] if multi else [query.text]
@@ -238,7 +234,7 @@ def fastmcp_search(baseline: FastMCPBaseline, graph: OperationGraph) -> Search:
     return lambda phrasings: [operations[i].path for i in index.query(phrasings[0], TOP)]
 
 
-def check_labels(graph: OperationGraph, queries: Sequence[Query], name: str) -> None:
+def check_labels(graph: OperationGraph, queries: Sequence[LabelledQuery], name: str) -> None:
     known = {target.path for target in graph.operations()}
     unknown = sorted({path for query in queries for path in query.acceptable} - known)
     if unknown:
