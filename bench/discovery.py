@@ -268,29 +268,42 @@ def semantic(
 
 
 def maximal_queries(catalog: Catalog, count: int = MAX_PHRASINGS) -> list[str]:
-    """The hardest phrasings: the catalog's commonest words, each phrasing as many distinct ones as it may hold.
+    """The hardest phrasings: the catalog's commonest words, as many as one search may hold.
 
-    The first takes the commonest words, the next the commonest after those, and so on.
+    Each phrasing is a different rotation of one pool of the commonest words, as long as a
+    phrasing may be; the pool grows while the phrasings together stay within every limit.
     """
     frequency: Counter[str] = Counter()
     for target in catalog.targets:
         text = f"{target.path} {target.operation.description} {target.operation.input_schema}"
         frequency.update({word.lower() for word in re.findall(r"[A-Za-z]{2,}", text)})
-    words = iter(sorted(frequency.items(), key=lambda item: (-item[1], item[0])))
-    queries: list[str] = []
-    for _ in range(count):
-        query = ""
-        for word, _ in words:
-            longer = f"{query} {word}".strip()
-            if len(longer) > MAX_QUERY_CHARS:
-                break
-            try:
-                catalog.search(longer)
-            except ValueError:  # one distinct word too many
-                break
-            query = longer
-        queries.append(query)
-    return queries
+    commonest = [word for word, _ in sorted(frequency.items(), key=lambda item: (-item[1], item[0]))]
+
+    def phrasings(pool: list[str]) -> list[str]:
+        queries: list[str] = []
+        for index in range(count):
+            shift = index * len(pool) // count
+            query = ""
+            for word in pool[shift:] + pool[:shift]:
+                longer = f"{query} {word}".strip()
+                if len(longer) > MAX_QUERY_CHARS:
+                    break
+                try:
+                    catalog.search(longer)
+                except ValueError:  # one distinct word too many for a phrasing
+                    break
+                query = longer
+            queries.append(query)
+        return queries
+
+    pool: list[str] = []
+    for word in commonest:
+        try:
+            catalog.search(phrasings([*pool, word]))
+        except ValueError:  # one distinct word too many for a search
+            break
+        pool.append(word)
+    return phrasings(pool)
 
 
 def worst_case(catalog: Catalog, calls: int = 200, label: str = "lexical") -> None:

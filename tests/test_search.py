@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from mycelium import DefinitionError, Module, Runtime, operation
-from mycelium.discovery import MAX_PHRASINGS, MAX_QUERY_CHARS, MAX_QUERY_WORDS, Catalog
+from mycelium.discovery import MAX_PHRASINGS, MAX_QUERY_CHARS, MAX_QUERY_WORDS, MAX_SEARCH_WORDS, Catalog
 from mycelium.execute import execute_description
 from mycelium.graph import build_graph
 from mycelium.operations import MAX_PHRASING_CHARS
@@ -102,6 +102,33 @@ def test_every_phrasing_is_bounded_like_a_single_query(catalog: Catalog) -> None
     )
     with pytest.raises(ValueError, match=f"limit is {MAX_QUERY_WORDS}"):
         catalog.search(["refund", many_words])
+
+
+def test_the_phrasings_of_one_search_are_bounded_in_words_together(catalog: Catalog) -> None:
+    letters = "bcdfghjkmnpqrtvwxz"
+    words = [f"k{letters[i // 18]}{letters[i % 18]}k" for i in range(MAX_SEARCH_WORDS + 1)]
+    within = [" ".join(words[i : i + 8]) for i in range(0, MAX_SEARCH_WORDS, 8)]
+    assert catalog.search(within) == []  # 32 distinct words, none in the catalog
+    over = [*within[:3], " ".join(words[24:])]
+    with pytest.raises(ValueError, match=f"{MAX_SEARCH_WORDS + 1} distinct words together; the limit is"):
+        catalog.search(over)
+
+
+@pytest.mark.parametrize("description", ["", "\n", "   ", " \t\n "])
+async def test_an_operation_whose_description_is_blank_is_searchable_and_leaves_the_runtime_usable(
+    description: str,
+) -> None:
+    blank = Module(id="blank", name="blank", operations={"ping": _op(description)})
+    async with Runtime(modules=[*shop(), blank], sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
+        found = lease.catalog.search("blank.ping")
+        result = await lease.execute_tool.run('return await forage.describe("blank.ping")')
+    assert found[0].to_json() == {
+        "path": "blank.ping",
+        "description": "",
+        "access": "write",
+        "confirm": False,
+    }
+    assert not result.is_error, result.text
 
 
 @pytest.mark.parametrize("query", [[5], ["refund", None], [["nested"]], {"refund"}, {"query": "refund"}, b"x"])

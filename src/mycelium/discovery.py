@@ -11,10 +11,11 @@ need by meaning and fuses both rankings by reciprocal rank. Every output is boun
 
 What a guest sends is bounded too, and so is the work it causes: a search holds at most
 :data:`MAX_PHRASINGS` phrasings, each at most :data:`MAX_QUERY_CHARS` characters and
-:data:`MAX_QUERY_WORDS` distinct words, a path or prefix at most :data:`MAX_PATH_CHARS`
-characters (longer ones are refused with a ``ValueError`` naming the limit), and one
-search merges a bounded number of postings however many phrasings it holds, so no call
-holds the event loop for more than a few milliseconds, even over 10,000 operations.
+:data:`MAX_QUERY_WORDS` distinct words (:data:`MAX_SEARCH_WORDS` together), a path or prefix
+at most :data:`MAX_PATH_CHARS` characters (longer ones are refused with a ``ValueError``
+naming the limit), and one search merges a bounded number of postings however many
+phrasings it holds, so no call holds the event loop for more than a few milliseconds, even
+over 10,000 operations.
 Nothing a guest sends is kept: every cache is filled from the catalog alone.
 """
 
@@ -52,6 +53,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_QUERY_WORDS",
     "MAX_SEARCH_LIMIT",
+    "MAX_SEARCH_WORDS",
     "Catalog",
     "CatalogEntry",
     "NamespaceStubs",
@@ -71,6 +73,8 @@ MAX_QUERY_WORDS = 24
 """The most distinct words (stems, stopwords aside) one search query may hold."""
 MAX_PHRASINGS = 4
 """The most phrasings one search may hold: a few ways of saying one need, not a batch of needs."""
+MAX_SEARCH_WORDS = 32
+"""The most distinct words all the phrasings of one search may hold together."""
 MAX_PATH_CHARS = 500
 """The longest path ``describe`` takes and the longest prefix ``list`` takes, in characters."""
 FORAGE_MODULE_ID = "mycelium.forage"
@@ -90,6 +94,7 @@ _SHORTLIST = 200
 # Searches and describes of one catalog running at once, each in a worker thread.
 _DISCOVERY_THREADS = 2
 _ZEROS = itertools.repeat(0.0)
+_ONES = itertools.repeat(1)
 # Fusion with a semantic ranking: each ranking counts weight / (_FUSION_K + rank) over its
 # first _FUSION_DEPTH operations.
 _FUSION_K = 5
@@ -179,7 +184,8 @@ class Catalog:
 
         ``query`` is one phrasing or a list of up to :data:`MAX_PHRASINGS` phrasings of the
         same need, searched as one. Raises ``ValueError`` for a phrasing over
-        :data:`MAX_QUERY_CHARS` characters or :data:`MAX_QUERY_WORDS` distinct words, for an
+        :data:`MAX_QUERY_CHARS` characters or :data:`MAX_QUERY_WORDS` distinct words (or
+        phrasings of over :data:`MAX_SEARCH_WORDS` distinct words together), for an
         empty list or more than :data:`MAX_PHRASINGS` phrasings, and for a limit outside
         1..:data:`MAX_SEARCH_LIMIT`; ``TypeError`` for a query that is neither.
         """
@@ -211,6 +217,12 @@ class Catalog:
                     f"the search query has {len(words)} distinct words; the limit is {MAX_QUERY_WORDS}. "
                     "Search with a few words that name what you need."
                 )
+        together = len(set(itertools.chain.from_iterable(stems)))
+        if together > MAX_SEARCH_WORDS:
+            raise ValueError(
+                f"the search's phrasings hold {together} distinct words together; the limit is {MAX_SEARCH_WORDS}. "
+                "Use fewer or shorter phrasings of the one need."
+            )
         return texts, stems
 
     def _ranked(self, texts: Sequence[str], stems: Sequence[Sequence[str]], limit: int) -> list[CatalogEntry]:
@@ -338,8 +350,9 @@ def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:
     Each takes one string (``search`` also a list of phrasings) or keyword arguments and
     returns JSON. They consume no operation ordinals and need no grant: discovery shows
     labels, never runs anything. Search and describe rank the whole catalog, which takes
-    milliseconds over a large one: they run in worker threads, at most two at once for the
-    catalog, so no guest holds the event loop with them however many it gathers.
+    milliseconds over a large one: they run in worker threads, at most two at once for
+    these bindings, so no guest holds the event loop with them however many it gathers.
+    Make them for each run: a run's gathered searches then wait only for each other.
     """
     threads: anyio.CapacityLimiter | None = None
 
@@ -494,7 +507,7 @@ class _Bm25:
         # how many concepts it covers. Its rank is their product; the share of the query it
         # covers would divide all alike.
         scores = dict(concepts[0])
-        covered = Counter(dict.fromkeys(scores, 1))
+        covered = dict.fromkeys(scores, 1)
         budget = _MERGE_BUDGET - len(scores)
         merged = 1
         for concept in concepts[1:]:
@@ -504,7 +517,7 @@ class _Bm25:
             budget -= len(concept)
             merged += 1
             _add(scores, concept.keys(), concept.values())
-            covered.update(concept.keys())
+            _add(covered, concept.keys(), _ONES)
         if merged == len(concepts):
             return _best(limit, scores, covered)
         kept = dict.fromkeys(_best(max(_SHORTLIST, limit), scores, covered))
@@ -512,7 +525,7 @@ class _Bm25:
             # Intersecting key views walks the smaller side (the shortlist) in C.
             hits = concept.keys() & kept.keys()
             _add(scores, hits, map(concept.__getitem__, hits))
-            covered.update(hits)
+            _add(covered, hits, _ONES)
         return _best(limit, {index: scores[index] for index in kept}, {index: covered[index] for index in kept})
 
     def _concept(self, stem: str) -> dict[int, float]:
@@ -529,7 +542,7 @@ class _Bm25:
         return concept
 
 
-def _add(scores: dict[int, float], keys: Collection[int], values: Iterable[float]) -> None:
+def _add(scores: dict[int, Any], keys: Collection[int], values: Iterable[float]) -> None:
     """``scores[key] += value`` for each pair (``keys`` is walked twice), in C: no Python frame per posting."""
     scores.update(zip(keys, map(operator.add, map(scores.get, keys, _ZEROS), values), strict=True))
 
@@ -705,6 +718,5 @@ _RELATED = _relatives()
 
 
 def _one_line(description: str | None) -> str:
-    if not description:
-        return ""
-    return clip(" ".join(description.strip().splitlines()[0].split()), _MAX_LINE_CHARS)
+    lines = (description or "").strip().splitlines()
+    return clip(" ".join(lines[0].split()), _MAX_LINE_CHARS) if lines else ""

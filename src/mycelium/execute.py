@@ -24,7 +24,7 @@ import anyio
 from . import tracing
 from .access import Decision, DecisionDeferred
 from .admission import AdmissionPolicy, BackingWork, SandboxSlots, can_suspend
-from .bindings import BindingCallback, Execution, Invoker
+from .bindings import Execution, Invoker
 from .discovery import (
     FORAGE_MODULE_ID,
     Catalog,
@@ -261,7 +261,6 @@ class RevisionView:
     graph: OperationGraph
     catalog: Catalog
     definition: ToolDefinition
-    helpers: Mapping[str, Mapping[str, BindingCallback]]
     namespace_paths: Mapping[str, tuple[str, ...]]
     module_ids: Mapping[str, str]
     stubs: Mapping[str, str]
@@ -292,7 +291,6 @@ class RevisionView:
             graph=graph,
             catalog=catalog,
             definition=execute_definition(catalog, sandbox_notes),
-            helpers={"forage": forage_bindings(catalog)},
             namespace_paths={"forage": ("forage",), **{m.transport: m.path for m in graph.modules}},
             module_ids={"forage": FORAGE_MODULE_ID, **{m.transport: m.id for m in graph.modules}},
             stubs=NamespaceStubs(catalog),
@@ -745,7 +743,9 @@ class ExecuteTool:
             tool_call_id=attempt.tool_call_id,
             session_id=services.session_id,
             signal=signal,
-            helpers=self._view.helpers,
+            # Made for each run: each run's discovery gets its own threads, so no run's
+            # gathered searches queue another's.
+            helpers={"forage": forage_bindings(self._view.catalog)},
             max_input_bytes=self._options.max_operation_input_bytes,
             max_inflight_input_bytes=self._options.max_inflight_input_bytes,
             suspendable=self._suspendable,

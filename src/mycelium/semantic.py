@@ -22,6 +22,7 @@ What is guaranteed:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,12 +35,15 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["DIMENSIONS", "WordLlamaIndex", "WordLlamaRanker", "load_wordllama"]
+__all__ = ["DIMENSIONS", "MAX_TEXT_BYTES", "WordLlamaIndex", "WordLlamaRanker", "load_wordllama"]
 
 DIMENSIONS = 128
 """How much of each 256-dimension WordLlama vector is used. The model is trained so that a
 prefix keeps most of the meaning; on bench/search_quality.py's own set the first 128 rank as
 well as all 256, at half the memory and half the time of a search over a large catalog."""
+MAX_TEXT_BYTES = 512
+"""The most UTF-8 bytes of words embedded from one text (a query phrasing or an operation's text)."""
+_WORD = re.compile(r"\w+")
 _EXTRA = 'install the semantic extra: pip install "mycelium-runtime[semantic]"'
 _model: Any = None
 _loading = threading.Lock()
@@ -61,12 +65,29 @@ def load_wordllama() -> Any:
             except ImportError as exc:
                 raise ImportError(f"semantic search needs WordLlama: {_EXTRA}") from exc
             try:
-                _model = wordllama.WordLlama.load(
+                model = wordllama.WordLlama.load(
                     cache_dir=Path(wordllama.__file__).parent, disable_download=True, trunc_dim=DIMENSIONS
                 )
             except (FileNotFoundError, OSError) as exc:
                 raise ImportError(f"WordLlama's bundled model is unreadable ({exc}); reinstall it: {_EXTRA}") from exc
+            # The tokenizer would keep every short input it sees, guests' queries included, for
+            # the life of the process; every text here is tokenized once anyway.
+            resize_cache = getattr(model.tokenizer.model, "_resize_cache", None)
+            if resize_cache is None:
+                raise ImportError(f"this version of tokenizers cannot turn its cache off; {_EXTRA}")
+            resize_cache(0)
+            _model = model
         return _model
+
+
+def _words(text: str) -> str:
+    """The words of ``text``, at most :data:`MAX_TEXT_BYTES` of them in UTF-8: what is embedded.
+
+    Symbols and emoji carry no meaning for finding an operation, and each costs the tokenizer
+    several byte tokens; the cap bounds the work of any text.
+    """
+    words = " ".join(_WORD.findall(text))
+    return words.encode()[:MAX_TEXT_BYTES].decode(errors="ignore")
 
 
 class WordLlamaRanker:
@@ -91,7 +112,7 @@ class WordLlamaRanker:
         if not all(document for document in documents):
             raise ValueError("every document needs at least one text to embed")
         model = load_wordllama()
-        texts = [text for document in documents for text in document]
+        texts = [_words(text) for document in documents for text in document]
         with self._lock:
             known = {text: self._vectors[text] for text in texts if text in self._vectors}
             for text in known:
@@ -138,7 +159,7 @@ class WordLlamaIndex(SemanticIndex):
         for query in queries:
             # The mean of the query's token vectors, as WordLlama's embed() computes it, without
             # the padded batch and thread pool it sets up: a third of the time.
-            tokens = model.tokenizer.encode(query, add_special_tokens=False).ids
+            tokens = model.tokenizer.encode(_words(query), add_special_tokens=False).ids
             if tokens:
                 vector = model.embedding[tokens].mean(axis=0)
                 need += vector / (numpy.linalg.norm(vector) or 1.0)
