@@ -7,8 +7,10 @@ is tested in ``test_semantic.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import BaseModel
 
@@ -212,3 +214,61 @@ def test_bad_phrasings_are_refused_when_the_operation_is_defined(phrasings: Any,
 def test_phrasings_are_kept_with_their_whitespace_collapsed() -> None:
     made = operation(execute=lambda: None, phrasings=("  give the\n customer  their money back ",))
     assert made.phrasings == ("give the customer their money back",)
+
+
+@pytest.mark.parametrize("text", ["Refund \ud800 a charge", "\udfff"])
+def test_text_that_is_not_valid_unicode_is_refused_when_the_operation_is_defined(text: str) -> None:
+    with pytest.raises(DefinitionError, match="lone surrogate"):
+        operation(execute=lambda: None, description=text)
+    with pytest.raises(DefinitionError, match="lone surrogate"):
+        operation(execute=lambda: None, phrasings=["fine", text])
+
+
+# --- A revision's catalog is built once -----------------------------------------------------
+
+
+class CountingRanker:
+    """A host's ranking by meaning that counts the catalogs it indexes (and can fail the first)."""
+
+    def __init__(self, fail_first: bool = False) -> None:
+        self.indexed = 0
+        self._fail = fail_first
+
+    def index(self, documents: Sequence[Sequence[str]]) -> CountingRanker:
+        self.indexed += 1
+        if self._fail:
+            self._fail = False
+            raise RuntimeError("the ranker broke")
+        return self
+
+    def nearest(self, queries: Sequence[str], depth: int) -> list[int]:
+        return []
+
+
+async def test_concurrent_acquires_of_a_new_revision_build_its_catalog_once() -> None:
+    ranker = CountingRanker()
+    async with Runtime(modules=shop(), sandbox=MontySandbox(), semantic=ranker) as runtime:
+        leases: list[Any] = []
+
+        async def acquire() -> None:
+            leases.append(await runtime.acquire())
+
+        async with anyio.create_task_group() as group:
+            for _ in range(20):
+                group.start_soon(acquire)
+        assert ranker.indexed == 1
+        assert len({id(lease.catalog) for lease in leases}) == 1
+        for lease in leases:
+            await lease.release()
+        assert runtime.leases_held == 0
+
+
+async def test_a_failed_catalog_build_fails_its_acquire_and_the_next_acquire_builds_again() -> None:
+    ranker = CountingRanker(fail_first=True)
+    async with Runtime(modules=shop(), sandbox=MontySandbox(), semantic=ranker) as runtime:
+        with pytest.raises(RuntimeError, match="the ranker broke"):
+            await runtime.acquire()
+        assert runtime.leases_held == 0
+        async with runtime.lease() as lease:
+            assert paths(lease.catalog.search("refunds.create"))[0] == "billing.refunds.create"
+        assert ranker.indexed == 2

@@ -215,3 +215,24 @@ async def test_a_runtime_given_the_ranker_finds_paraphrases_for_a_guest() -> Non
     assert not result.is_error, result.text
     assert isinstance(result.value, list)
     assert "payments.refunds.create" in result.value
+
+
+@pytest.mark.parametrize("query", ["!!!", "???", "\U0001f4b8\U0001f4b8", "\u200b", "-- --", ["!!!", "$$$"]])
+def test_a_query_with_no_word_finds_nothing_rather_than_anything(query: Any) -> None:
+    catalog = Catalog(build_graph(payments(), revision=1), WordLlamaRanker())
+    assert catalog.search(query) == []
+
+
+@pytest.mark.parametrize("phrasing", ["\U0001f4b8", "$$$", "???", "\u200b"])
+def test_a_host_phrasing_with_no_word_indexes_cleanly(phrasing: str) -> None:
+    modules = [Module(id="m", name="m", operations={"refund": _op("Creates a refund.", phrasings=[phrasing])})]
+    catalog = Catalog(build_graph(modules, revision=1), WordLlamaRanker())  # warnings are errors in this suite
+    assert paths(catalog.search("refund"))[0] == "m.refund"
+
+
+def test_however_many_phrasings_an_operation_has_it_takes_at_most_two_rows() -> None:
+    many = [f"phrasing number {word}" for word in ("one", "two", "three", "four", "five", "six", "seven")]
+    modules = [Module(id="m", name="m", operations={"a": _op("First.", phrasings=many), "b": _op("Second.")})]
+    catalog = Catalog(build_graph(modules, revision=1), WordLlamaRanker())
+    assert catalog._semantic is not None
+    assert catalog._semantic._matrix.shape[0] == 3  # type: ignore[attr-defined]

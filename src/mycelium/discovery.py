@@ -89,7 +89,7 @@ _RELATED_WEIGHT = 0.5
 # One search merges at most this many postings in full (the rarest words first); words
 # past it only add to the best _SHORTLIST documents so far. Bounds a search's work whatever
 # the query: about 2 ms over 10,000 operations.
-_MERGE_BUDGET = 5_000
+_MERGE_BUDGET = 3_000
 _SHORTLIST = 200
 # Searches and describes of one catalog running at once, each in a worker thread.
 _DISCOVERY_THREADS = 2

@@ -321,7 +321,18 @@ def parse_phrasings(phrasings: object) -> tuple[str, ...]:
             raise DefinitionError(
                 f"the phrasing {phrasing[:40]!r}... is {len(phrasing)} characters; the limit is {MAX_PHRASING_CHARS}"
             )
+        _check_unicode(phrasing, "a phrasing")
     return tuple(" ".join(phrasing.split()) for phrasing in phrasings)
+
+
+def _check_unicode(text: str | None, what: str) -> None:
+    """Refuse text that cannot be sent anywhere: a lone surrogate fails every UTF-8 encoding."""
+    if text is None:
+        return
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise DefinitionError(f"{what} is not valid Unicode: a lone surrogate at character {exc.start}") from None
 
 
 def operation(
@@ -349,6 +360,7 @@ def operation(
         raise DefinitionError(f"execute must be callable, got {execute!r}")
     if description is not None and not isinstance(description, str):
         raise DefinitionError(f"description must be a string, got {description!r}")
+    _check_unicode(description, "description")
     arity = _positional_arity(execute)
     run = _runner(execute)
 
@@ -423,6 +435,7 @@ def operation_from_function(
 
     if description is None:
         description = _first_paragraph(inspect.getdoc(fn))
+    _check_unicode(description, f"{where}: description")
     return Operation(
         input=PydanticSchema(model, side="input"),
         output=schema_for(hints["return"], side="output") if "return" in hints else AnyJson(),

@@ -182,6 +182,7 @@ class Runtime:
         self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
         # Built once per revision, shared by its leases and dropped with the revision's graph.
         self._views: weakref.WeakKeyDictionary[OperationGraph, RevisionView] = weakref.WeakKeyDictionary()
+        self._building: dict[OperationGraph, anyio.Event] = {}
         self._leases = _Holds()
         self._unreleased: set[_LeaseRecord] = set()
         # Strong references: the event loop keeps only weak ones to tasks.
@@ -254,14 +255,7 @@ class Runtime:
         try:
             view = self._views.get(revision.graph)
             if view is None:
-                notes = getattr(self.sandbox, "guest_notes", None)
-                sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
-                # Indexing a large graph (and embedding it) takes a while: never on the event loop.
-                # Acquires racing to a new revision may each build it; the first one kept wins.
-                built = await anyio.to_thread.run_sync(
-                    functools.partial(RevisionView.build, revision.graph, notes, sources, self._semantic)
-                )
-                view = self._views.setdefault(revision.graph, built)
+                view = await self._view_of(revision)
             record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
             lease = Lease(self, revision, view, record, services)
         except BaseException:
@@ -272,6 +266,31 @@ class Runtime:
             raise
         self._unreleased.add(record)
         return lease
+
+    async def _view_of(self, revision: Revision) -> RevisionView:
+        """Build the view of a new revision once, whoever asks first; the others wait for it.
+
+        Indexing a large graph (and embedding it) takes a while: it runs in a worker thread,
+        never on the event loop. If the build fails or its acquire is cancelled, the next
+        one waiting builds it again.
+        """
+        graph = revision.graph
+        while (view := self._views.get(graph)) is None:
+            building = self._building.get(graph)
+            if building is not None:
+                await building.wait()
+                continue
+            building = self._building[graph] = anyio.Event()
+            try:
+                notes = getattr(self.sandbox, "guest_notes", None)
+                sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
+                self._views[graph] = await anyio.to_thread.run_sync(
+                    functools.partial(RevisionView.build, graph, notes, sources, self._semantic)
+                )
+            finally:
+                del self._building[graph]
+                building.set()
+        return view
 
     @asynccontextmanager
     async def lease(self, *, session: Session | None = None, access: Access | None = None) -> AsyncIterator[Lease]:

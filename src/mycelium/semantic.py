@@ -35,14 +35,16 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["DIMENSIONS", "MAX_TEXT_BYTES", "WordLlamaIndex", "WordLlamaRanker", "load_wordllama"]
+__all__ = ["DIMENSIONS", "MAX_QUERY_BYTES", "MAX_TEXT_BYTES", "WordLlamaIndex", "WordLlamaRanker", "load_wordllama"]
 
 DIMENSIONS = 128
 """How much of each 256-dimension WordLlama vector is used. The model is trained so that a
 prefix keeps most of the meaning; on bench/search_quality.py's own set the first 128 rank as
 well as all 256, at half the memory and half the time of a search over a large catalog."""
 MAX_TEXT_BYTES = 512
-"""The most UTF-8 bytes of words embedded from one text (a query phrasing or an operation's text)."""
+"""The most UTF-8 bytes of words embedded from one of an operation's texts."""
+MAX_QUERY_BYTES = 200
+"""The most UTF-8 bytes of words embedded from one search phrasing: a need, in a few words."""
 _WORD = re.compile(r"\w+")
 _EXTRA = 'install the semantic extra: pip install "mycelium-runtime[semantic]"'
 _model: Any = None
@@ -80,14 +82,14 @@ def load_wordllama() -> Any:
         return _model
 
 
-def _words(text: str) -> str:
-    """The words of ``text``, at most :data:`MAX_TEXT_BYTES` of them in UTF-8: what is embedded.
+def _words(text: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """The words of ``text``, at most ``limit`` bytes of them in UTF-8: what is embedded.
 
     Symbols and emoji carry no meaning for finding an operation, and each costs the tokenizer
     several byte tokens; the cap bounds the work of any text.
     """
     words = " ".join(_WORD.findall(text))
-    return words.encode()[:MAX_TEXT_BYTES].decode(errors="ignore")
+    return words.encode()[:limit].decode(errors="ignore")
 
 
 class WordLlamaRanker:
@@ -106,42 +108,65 @@ class WordLlamaRanker:
         self._lock = threading.Lock()
 
     def index(self, documents: Sequence[Sequence[str]]) -> WordLlamaIndex:
-        """Embed each operation's texts (the new ones only) and index them."""
+        """Embed each operation's texts (the new ones only) and index them.
+
+        An operation gets at most two rows: its first text (its words and description), and
+        the mean of the rest (the phrasings its host wrote), so however many phrasings a host
+        writes, a search costs the same.
+        """
         import numpy
 
         if not all(document for document in documents):
             raise ValueError("every document needs at least one text to embed")
         model = load_wordllama()
-        texts = [_words(text) for document in documents for text in document]
+        vectors = self._vectors_of({_words(text) for document in documents for text in document}, model)
+        rows: list[npt.NDArray[Any]] = []
+        starts: list[int] = []
+        for first, *rest in documents:
+            starts.append(len(rows))
+            rows.append(vectors[_words(first)])
+            if rest:
+                rows.append(_unit(numpy.mean([vectors[_words(text)] for text in rest], axis=0)))
+        matrix = numpy.stack(rows) if rows else numpy.zeros((0, model.embedding.shape[1]), numpy.float32)
+        return WordLlamaIndex(model, matrix, numpy.array(starts), len(documents))
+
+    def _vectors_of(self, texts: set[str], model: Any) -> dict[str, npt.NDArray[Any]]:
+        """A unit vector for each text: from the cache, or embedded now (and cached)."""
+        import numpy
+
         with self._lock:
             known = {text: self._vectors[text] for text in texts if text in self._vectors}
             for text in known:
                 self._vectors.move_to_end(text)
-        missing = [text for text in dict.fromkeys(texts) if text not in known]
+        # A text with no words has no direction: a zero row, which matches nothing.
+        missing = sorted(text for text in texts if text not in known and text)
+        known[""] = numpy.zeros(model.embedding.shape[1], numpy.float32)
         if missing:
-            # A text of no known token has no direction: it matches nothing rather than poisoning a sum.
-            fresh = numpy.nan_to_num(model.embed(missing, norm=True, batch_size=256))
-            known.update(zip(missing, fresh, strict=True))
+            known.update(zip(missing, model.embed(missing, norm=True, batch_size=256), strict=True))
             with self._lock:
                 for text in missing[-self._cache_size :] if self._cache_size else ():
                     self._vectors[text] = known[text]
                 while len(self._vectors) > self._cache_size:
                     self._vectors.popitem(last=False)
-        dimensions = model.embedding.shape[1]
-        matrix = numpy.stack([known[text] for text in texts]) if texts else numpy.zeros((0, dimensions), "float32")
-        starts = numpy.cumsum([0, *(len(document) for document in documents[:-1])])
-        return WordLlamaIndex(model, matrix, starts, len(documents))
+        return known
+
+
+def _unit(vector: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    import numpy
+
+    norm = numpy.linalg.norm(vector)
+    return vector / norm if norm else vector
 
 
 class WordLlamaIndex(SemanticIndex):
-    """The vectors of one catalog: one row per text, each operation's rows together."""
+    """The vectors of one catalog: one or two rows per operation, each operation's rows together."""
 
     def __init__(self, model: Any, matrix: npt.NDArray[Any], starts: npt.NDArray[Any], count: int) -> None:
         self._model = model
         self._matrix = matrix
         self._starts = starts
         self._count = count
-        # Only operations with several texts (host phrasings) need their best row picked.
+        # Only operations with two rows (host phrasings) need their best row picked.
         self._grouped = len(matrix) != count
 
     def nearest(self, queries: Sequence[str], depth: int) -> list[int]:
@@ -159,10 +184,11 @@ class WordLlamaIndex(SemanticIndex):
         for query in queries:
             # The mean of the query's token vectors, as WordLlama's embed() computes it, without
             # the padded batch and thread pool it sets up: a third of the time.
-            tokens = model.tokenizer.encode(_words(query), add_special_tokens=False).ids
+            tokens = model.tokenizer.encode(_words(query, MAX_QUERY_BYTES), add_special_tokens=False).ids
             if tokens:
-                vector = model.embedding[tokens].mean(axis=0)
-                need += vector / (numpy.linalg.norm(vector) or 1.0)
+                need += _unit(model.embedding[tokens].mean(axis=0))
+        if not need.any():
+            return []  # no phrasing has a word: nothing is near it, rather than everything
         # Cosine similarity to every text (the rows are unit vectors: the need's length
         # changes no order), then each operation's best text.
         similarity = self._matrix @ need
