@@ -451,3 +451,116 @@ async def test_one_runs_stuck_searches_never_queue_another_runs(monkeypatch: pyt
                 release.set()
         assert result.value == ["pay.refunds.create"], result.text
         assert hogged[0].value == 20, hogged[0].text
+
+
+# --- Acquires waiting on a build that is cancelled or fails --------------------------------
+
+
+async def test_acquires_waiting_on_a_build_whose_scope_is_cancelled_get_its_one_catalog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    builds = _GatedBuilds(monkeypatch)
+    leases: list[Any] = []
+    async with Runtime(modules=shop(), sandbox=MontySandbox()) as runtime:
+        async with anyio.create_task_group() as group:
+            builder = anyio.CancelScope()
+
+            async def build_then_cancelled() -> None:
+                with builder:
+                    async with runtime.lease():
+                        await anyio.lowlevel.checkpoint()
+
+            async def wait_for_it() -> None:
+                leases.append(await runtime.acquire())
+
+            group.start_soon(build_then_cancelled)
+            await builds.wait_started()
+            for _ in range(3):
+                group.start_soon(wait_for_it)
+            await anyio.wait_all_tasks_blocked()
+            builder.cancel()
+            builds.go.set()
+        try:
+            assert builds.count == 1
+            assert len({id(lease.catalog) for lease in leases}) == 1
+            assert runtime.leases_held == 3
+        finally:
+            for lease in leases:
+                await lease.release()
+        assert runtime.leases_held == 0
+
+
+async def test_acquires_waiting_on_a_builder_cancelled_by_asyncio_still_get_leases(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    builds = _GatedBuilds(monkeypatch)
+    async with Runtime(modules=shop(), sandbox=MontySandbox()) as runtime:
+        builder = asyncio.create_task(runtime.acquire())
+        await builds.wait_started()
+        waiters = [asyncio.create_task(runtime.acquire()) for _ in range(3)]
+        await anyio.wait_all_tasks_blocked()
+        builder.cancel()  # as asyncio.timeout() or wait_for() would
+        builds.go.set()
+        outcomes = await asyncio.gather(builder, *waiters, return_exceptions=True)
+        assert isinstance(outcomes[0], asyncio.CancelledError)
+        leases = outcomes[1:]
+        try:
+            assert len({id(lease.catalog) for lease in leases}) == 1, leases  # type: ignore[union-attr]
+            assert runtime.leases_held == 3
+        finally:
+            for lease in leases:
+                await lease.release()  # type: ignore[union-attr]
+        assert runtime.leases_held == 0
+
+
+async def test_close_during_a_build_returns_once_its_acquires_are_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    builds = _GatedBuilds(monkeypatch)
+    runtime = Runtime(modules=shop(), sandbox=MontySandbox())
+    acquiring = [asyncio.create_task(runtime.acquire()) for _ in range(3)]
+    await builds.wait_started()
+    closing = asyncio.create_task(runtime.close())
+    await anyio.wait_all_tasks_blocked()
+    assert not closing.done()  # it waits for the acquires in progress
+    for task in acquiring:
+        task.cancel()
+    builds.go.set()
+    with anyio.fail_after(10):
+        await closing
+    assert all(task.cancelled() for task in acquiring)
+    assert runtime.leases_held == 0
+
+
+def test_one_semantic_ranker_shared_by_runtimes_on_two_threads_ranks_as_each_alone() -> None:
+    from mycelium.semantic import WordLlamaRanker
+
+    queries = ["refund a charge", ["post a message", "tell the channel"], "update a customer", "!!!", "zzz qqq"]
+    program = f"return [[e['path'] for e in await forage.search(q, limit=4)] for q in {queries!r}]"
+
+    async def answers(ranker: SemanticRanker, rounds: int) -> list[Any]:
+        found = []
+        async with Runtime(modules=shop(), sandbox=MontySandbox(), semantic=ranker) as runtime:
+            for _ in range(rounds):
+                found.append((await run(runtime, program)).value)
+        return found
+
+    wordllama_ranker()  # skips without the extra
+    (alone,) = asyncio.run(answers(WordLlamaRanker(), 1))
+    assert alone[3] == [], alone
+    assert alone[0][0] == "pay.refunds.create", alone
+    shared = WordLlamaRanker(cache_size=4)  # a small cache: entries are evicted while the other thread reads
+    results: dict[int, list[Any]] = {}
+    errors: list[BaseException] = []
+
+    def on_its_own_loop(index: int) -> None:
+        try:
+            results[index] = asyncio.run(answers(shared, 5))
+        except BaseException as error:  # reported below, in the test's own thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=on_its_own_loop, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    assert results == {0: [alone] * 5, 1: [alone] * 5}
