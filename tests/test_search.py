@@ -7,6 +7,10 @@ is tested in ``test_semantic.py``.
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +25,7 @@ from mycelium.graph import build_graph
 from mycelium.operations import MAX_PHRASING_CHARS
 from mycelium.operations import MAX_PHRASINGS as MAX_OPERATION_PHRASINGS
 from mycelium.sandbox.monty import MontySandbox
+from mycelium.sources import Acquired, source
 
 
 class Charge(BaseModel):
@@ -222,22 +227,36 @@ def test_text_that_is_not_valid_unicode_is_refused_when_the_operation_is_defined
         operation(execute=lambda: None, description=text)
     with pytest.raises(DefinitionError, match="lone surrogate"):
         operation(execute=lambda: None, phrasings=["fine", text])
+    schema = {"type": "object", "properties": {"charge": {"type": "string", "description": text}}}
+    with pytest.raises(DefinitionError, match="input schema is not valid Unicode"):
+        operation(execute=lambda: None, input=schema)
+    with pytest.raises(DefinitionError, match="output schema is not valid Unicode"):
+        operation(execute=lambda: None, output=schema)
 
 
 # --- A revision's catalog is built once -----------------------------------------------------
 
 
 class CountingRanker:
-    """A host's ranking by meaning that counts the catalogs it indexes (and can fail the first)."""
+    """A host's ranking by meaning that counts the catalogs it indexes.
 
-    def __init__(self, fail_first: bool = False) -> None:
+    It can fail its first ``failures`` builds, and hold each build until ``go`` is set
+    (``started`` tells when one is held), to race acquires against a build deterministically.
+    """
+
+    def __init__(self, failures: int = 0, hold: bool = False) -> None:
         self.indexed = 0
-        self._fail = fail_first
+        self._failures = failures
+        self.started, self.go = threading.Event(), threading.Event()
+        if not hold:
+            self.go.set()
 
     def index(self, documents: Sequence[Sequence[str]]) -> CountingRanker:
         self.indexed += 1
-        if self._fail:
-            self._fail = False
+        self.started.set()
+        self.go.wait(30)
+        if self._failures:
+            self._failures -= 1
             raise RuntimeError("the ranker broke")
         return self
 
@@ -264,7 +283,7 @@ async def test_concurrent_acquires_of_a_new_revision_build_its_catalog_once() ->
 
 
 async def test_a_failed_catalog_build_fails_its_acquire_and_the_next_acquire_builds_again() -> None:
-    ranker = CountingRanker(fail_first=True)
+    ranker = CountingRanker(failures=1)
     async with Runtime(modules=shop(), sandbox=MontySandbox(), semantic=ranker) as runtime:
         with pytest.raises(RuntimeError, match="the ranker broke"):
             await runtime.acquire()
@@ -272,3 +291,56 @@ async def test_a_failed_catalog_build_fails_its_acquire_and_the_next_acquire_bui
         async with runtime.lease() as lease:
             assert paths(lease.catalog.search("refunds.create"))[0] == "billing.refunds.create"
         assert ranker.indexed == 2
+
+
+async def test_acquires_waiting_on_a_failed_build_share_its_failure() -> None:
+    ranker = CountingRanker(failures=1, hold=True)
+    async with Runtime(modules=shop(), sandbox=MontySandbox(), semantic=ranker) as runtime:
+        waiting = [asyncio.ensure_future(runtime.acquire()) for _ in range(10)]
+        await anyio.to_thread.run_sync(ranker.started.wait, 30)
+        ranker.go.set()
+        results = await asyncio.gather(*waiting, return_exceptions=True)
+        assert all(isinstance(result, RuntimeError) for result in results)
+        assert ranker.indexed == 1
+        assert runtime.leases_held == 0
+
+
+async def test_a_build_whose_acquire_gave_up_is_kept_for_the_next_acquire() -> None:
+    ranker = CountingRanker(hold=True)
+    async with Runtime(modules=shop(), sandbox=MontySandbox(), semantic=ranker) as runtime:
+        first = asyncio.ensure_future(runtime.acquire())
+        await anyio.to_thread.run_sync(ranker.started.wait, 30)
+        first.cancel()  # the host's request timed out, the asyncio way
+        await asyncio.gather(first, return_exceptions=True)
+        assert first.cancelled()
+        ranker.go.set()
+        async with runtime.lease():
+            pass
+        assert ranker.indexed == 1
+        assert runtime.leases_held == 0
+
+
+async def test_a_revision_no_lease_holds_any_more_is_dropped_with_its_catalog() -> None:
+    versions = 0
+
+    async def acquire(context: Any) -> Acquired:
+        nonlocal versions
+        versions += 1
+        context.invalidate()  # the next lease sees a new revision, as a changing MCP server makes
+        return Acquired(version=str(versions), modules=shop(), release=release)
+
+    async def release() -> None:
+        return None
+
+    async with Runtime(sources=[source(id="s", acquire=acquire)], sandbox=MontySandbox()) as runtime:
+        async with runtime.lease() as lease:
+            first = weakref.ref(lease.graph)
+            catalog = weakref.ref(lease.catalog)
+        del lease
+        for _ in range(3):
+            async with runtime.lease():
+                pass
+        gc.collect()
+        assert versions == 4
+        assert first() is None
+        assert catalog() is None

@@ -14,6 +14,7 @@ import asyncio
 import copy
 import functools
 import inspect
+import json
 import threading
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -234,6 +235,8 @@ class Operation:
         description: str | None,
         phrasings: tuple[str, ...] = (),
     ) -> None:
+        for side, schema in (("input", input), ("output", output)):
+            _check_unicode(json.dumps(schema.json_schema, ensure_ascii=False, default=str), f"the {side} schema")
         for name, value in (
             ("_input", input),
             ("_output", output),
@@ -332,7 +335,7 @@ def _check_unicode(text: str | None, what: str) -> None:
     try:
         text.encode()
     except UnicodeEncodeError as exc:
-        raise DefinitionError(f"{what} is not valid Unicode: a lone surrogate at character {exc.start}") from None
+        raise DefinitionError(f"{what} is not valid Unicode: it holds a lone surrogate") from exc
 
 
 def operation(

@@ -19,7 +19,6 @@ import os
 import sys
 import uuid
 import warnings
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -181,8 +180,12 @@ class Runtime:
         self._invoker = self._services.invoker
         self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
         # Built once per revision, shared by its leases and dropped with the revision's graph.
-        self._views: weakref.WeakKeyDictionary[OperationGraph, RevisionView] = weakref.WeakKeyDictionary()
-        self._building: dict[OperationGraph, anyio.Event] = {}
+        # The current revision's view, shared by its leases (each lease holds its own view, so
+        # an older one lives exactly as long as the leases that use it).
+        self._view: RevisionView | None = None
+        # A new revision's view being built: one task per graph, owned here, awaited by every
+        # acquire that wants it and by close().
+        self._building: dict[OperationGraph, asyncio.Task[RevisionView]] = {}
         self._leases = _Holds()
         self._unreleased: set[_LeaseRecord] = set()
         # Strong references: the event loop keeps only weak ones to tasks.
@@ -253,8 +256,8 @@ class Runtime:
             self._leases.release()
             raise
         try:
-            view = self._views.get(revision.graph)
-            if view is None:
+            view = self._view
+            if view is None or view.graph is not revision.graph:
                 view = await self._view_of(revision)
             record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
             lease = Lease(self, revision, view, record, services)
@@ -268,29 +271,38 @@ class Runtime:
         return lease
 
     async def _view_of(self, revision: Revision) -> RevisionView:
-        """Build the view of a new revision once, whoever asks first; the others wait for it.
+        """The view of a new revision, built once by a task of the runtime's, whoever asks first.
 
         Indexing a large graph (and embedding it) takes a while: it runs in a worker thread,
-        never on the event loop. If the build fails or its acquire is cancelled, the next
-        one waiting builds it again.
+        never on the event loop. An acquire cancelled while it waits leaves the build going
+        (the next acquire gets its result); every acquire waiting when a build fails gets
+        that failure, and a later acquire builds again.
         """
         graph = revision.graph
-        while (view := self._views.get(graph)) is None:
-            building = self._building.get(graph)
-            if building is not None:
-                await building.wait()
-                continue
-            building = self._building[graph] = anyio.Event()
-            try:
-                notes = getattr(self.sandbox, "guest_notes", None)
-                sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
-                self._views[graph] = await anyio.to_thread.run_sync(
-                    functools.partial(RevisionView.build, graph, notes, sources, self._semantic)
-                )
-            finally:
-                del self._building[graph]
-                building.set()
+        task = self._building.get(graph)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._build(revision))
+            self._building[graph] = task
+            task.add_done_callback(self._built)
+        return await asyncio.shield(task)
+
+    async def _build(self, revision: Revision) -> RevisionView:
+        notes = getattr(self.sandbox, "guest_notes", None)
+        sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
+        view = await anyio.to_thread.run_sync(
+            functools.partial(RevisionView.build, revision.graph, notes, sources, self._semantic)
+        )
+        if self._view is None or self._view.graph.revision <= revision.graph.revision:
+            self._view = view  # an older revision finishing late does not displace a newer one
         return view
+
+    def _built(self, task: asyncio.Task[RevisionView]) -> None:
+        for graph, building in list(self._building.items()):
+            if building is task:
+                del self._building[graph]
+        # Retrieved here, so a failure every waiter gave up on is not reported as never retrieved.
+        if not task.cancelled() and task.exception() is not None:
+            logger.debug("building a revision's view failed", exc_info=task.exception())
 
     @asynccontextmanager
     async def lease(self, *, session: Session | None = None, access: Access | None = None) -> AsyncIterator[Lease]:
@@ -419,6 +431,8 @@ class Runtime:
         """
         self._closed = True
         await self._wait_or_warn(self._leases.wait_idle, self._held_leases)
+        if self._building:  # builds whose acquires all gave up: they end on their own
+            await asyncio.wait(list(self._building.values()))
         await self._wait_or_warn(self._services.slots.wait_settled, self._settling_runs)
         try:
             await self._capabilities.close()
