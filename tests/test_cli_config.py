@@ -278,6 +278,9 @@ def test_describe_and_search_config_show_the_combined_catalog(tmp_path: Path) ->
     assert "tally" in whole.stdout
     assert "async def add(*, a: int, b: int)" in one.stdout
     assert found.stdout.splitlines()[0] == "tally.add  Add two whole numbers."
+    phrased = invoke("search", "--config", config, "sum of numbers", "tally.add", "--limit", "1")
+    assert phrased.exit_code == 0, phrased.output
+    assert phrased.stdout == "tally.add  Add two whole numbers.\n"
 
 
 def test_exec_config_runs_a_program_and_confirm_destructive_asks_before_tools_that_may_destroy(

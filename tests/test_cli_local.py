@@ -125,3 +125,12 @@ def test_every_verb_explains_itself_and_its_app_argument_in_help(run: CliRunner,
     assert "module:attribute or path/to/app.py[:attribute]" in result.stdout
     summary = result.stdout.split("\n\n")[1].strip()
     assert len(summary) > 30, summary  # a sentence saying what the verb does
+
+
+def test_search_takes_several_phrasings_of_one_need(run: CliRunner) -> None:
+    result = invoke(run, "search", NOTES_APP, "get rid of it", "notes.delete", "--limit", "1")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("notes.delete  ")
+    five = invoke(run, "search", NOTES_APP, "a", "b", "c", "d", "e")
+    assert five.exit_code != 0
+    assert "1 to 4 phrasings" in five.output

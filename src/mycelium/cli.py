@@ -63,7 +63,7 @@ from .mcp import (
 from .mcp.config import McpConfigError, create_config_catalog, read_config
 from .modules import Module
 from .sources import MyceliumSourceError
-from .values import dumps_compact
+from .values import JsonValue, dumps_compact
 
 __all__ = [
     "DEFAULT_ATTRIBUTE",
@@ -870,16 +870,28 @@ async def _description(target: Target) -> ToolResult:
 def search(
     app: Annotated[str | None, APP_ARGUMENT] = None,
     query: Annotated[
-        str | None, typer.Argument(metavar="QUERY", help="What you need, in a few words.", show_default=False)
+        list[str] | None,
+        typer.Argument(
+            metavar="QUERY...", help="What you need, in a few words: up to four phrasings of it.", show_default=False
+        ),
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=50, help="How many results.")] = 8,
     config: Annotated[Path | None, CONFIG_OPTION] = None,
 ) -> None:
-    """Print the operations discovery ranks first for QUERY, best first (search --config FILE QUERY, too)."""
-    target, (query,) = _choose(app, config, query)
-    if query is None:
+    """Print the operations discovery ranks first for QUERY, best first (search --config FILE QUERY, too).
+
+    Several QUERY arguments are phrasings of one need, searched together as a program's
+    forage.search([...]) searches them.
+    """
+    phrasings = list(query or ())
+    if config is not None and app is not None:  # with --config, every argument is a phrasing
+        phrasings.insert(0, app)
+        app = None
+    target, _ = _choose(app, config)
+    if not phrasings:
         raise typer.BadParameter("say what you need", param_hint="QUERY")
-    program = f"return await forage.search({dumps_compact(query)}, limit={limit})"
+    asked: JsonValue = phrasings[0] if len(phrasings) == 1 else [*phrasings]
+    program = f"return await forage.search({dumps_compact(asked)}, limit={limit})"
     result = _local(lambda: run_program(target, program, approve=False))
     hits = [hit for hit in result.value if isinstance(hit, dict)] if isinstance(result.value, list) else []
     lines = [f"{hit.get('path')}  {hit.get('description') or ''}".rstrip() for hit in hits]
