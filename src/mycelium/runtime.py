@@ -140,6 +140,8 @@ class Runtime:
                 raise ValueError(f"{name} must be callable")
         if access is not None and not isinstance(access, Access):
             raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
+        if semantic is not None and not callable(getattr(semantic, "index", None)):
+            raise ValueError(f"semantic must be a SemanticRanker (with index()), got {type(semantic).__name__}")
         if suspensions is not None and not isinstance(suspensions, Suspensions):
             raise ValueError(f"suspensions must be Suspensions or None, got {type(suspensions).__name__}")
         if suspensions is not None and not can_suspend(sandbox):
@@ -179,7 +181,6 @@ class Runtime:
         self._semantic = semantic
         self._invoker = self._services.invoker
         self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
-        # Built once per revision, shared by its leases and dropped with the revision's graph.
         # The current revision's view, shared by its leases (each lease holds its own view, so
         # an older one lives exactly as long as the leases that use it).
         self._view: RevisionView | None = None
@@ -283,7 +284,7 @@ class Runtime:
         if task is None:
             task = asyncio.get_running_loop().create_task(self._build(revision))
             self._building[graph] = task
-            task.add_done_callback(self._built)
+            task.add_done_callback(functools.partial(self._built, graph))
         return await asyncio.shield(task)
 
     async def _build(self, revision: Revision) -> RevisionView:
@@ -296,10 +297,9 @@ class Runtime:
             self._view = view  # an older revision finishing late does not displace a newer one
         return view
 
-    def _built(self, task: asyncio.Task[RevisionView]) -> None:
-        for graph, building in list(self._building.items()):
-            if building is task:
-                del self._building[graph]
+    def _built(self, graph: OperationGraph, task: asyncio.Task[RevisionView]) -> None:
+        if self._building.get(graph) is task:
+            del self._building[graph]
         # Retrieved here, so a failure every waiter gave up on is not reported as never retrieved.
         if not task.cancelled() and task.exception() is not None:
             logger.debug("building a revision's view failed", exc_info=task.exception())
