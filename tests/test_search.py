@@ -344,3 +344,9 @@ async def test_a_revision_no_lease_holds_any_more_is_dropped_with_its_catalog() 
         assert versions == 4
         assert first() is None
         assert catalog() is None
+
+
+@pytest.mark.parametrize("semantic", ["wordllama", object(), 3])
+def test_a_runtime_refuses_a_semantic_ranker_that_is_not_one(semantic: Any) -> None:
+    with pytest.raises(ValueError, match="semantic must be a SemanticRanker"):
+        Runtime(modules=shop(), sandbox=MontySandbox(), semantic=semantic)
