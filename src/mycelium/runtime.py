@@ -140,7 +140,8 @@ class Runtime:
                 raise ValueError(f"{name} must be callable")
         if access is not None and not isinstance(access, Access):
             raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
-        if semantic is not None and not callable(getattr(semantic, "index", None)):
+        # A name is not a ranker (and a str has an index() of its own).
+        if semantic is not None and (isinstance(semantic, str) or not callable(getattr(semantic, "index", None))):
             raise ValueError(f"semantic must be a SemanticRanker (with index()), got {type(semantic).__name__}")
         if suspensions is not None and not isinstance(suspensions, Suspensions):
             raise ValueError(f"suspensions must be Suspensions or None, got {type(suspensions).__name__}")
