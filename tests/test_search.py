@@ -22,6 +22,7 @@ from mycelium import DefinitionError, Module, Runtime, operation
 from mycelium.discovery import MAX_PHRASINGS, MAX_QUERY_CHARS, MAX_QUERY_WORDS, MAX_SEARCH_WORDS, Catalog
 from mycelium.execute import execute_description
 from mycelium.graph import build_graph
+from mycelium.mcp import create_mcp_catalog
 from mycelium.operations import MAX_PHRASING_CHARS
 from mycelium.operations import MAX_PHRASINGS as MAX_OPERATION_PHRASINGS
 from mycelium.sandbox.monty import MontySandbox
@@ -350,3 +351,8 @@ async def test_a_revision_no_lease_holds_any_more_is_dropped_with_its_catalog() 
 def test_a_runtime_refuses_a_semantic_ranker_that_is_not_one(semantic: Any) -> None:
     with pytest.raises(ValueError, match="semantic must be a SemanticRanker"):
         Runtime(modules=shop(), sandbox=MontySandbox(), semantic=semantic)
+
+
+def test_a_served_catalog_refuses_a_semantic_ranker_that_is_not_one_when_it_is_made() -> None:
+    with pytest.raises(ValueError, match="semantic must be a SemanticRanker"):
+        create_mcp_catalog(load=lambda principal: None, sandbox=MontySandbox(), semantic="wordllama")  # type: ignore[arg-type]

@@ -59,6 +59,7 @@ __all__ = [
     "NamespaceStubs",
     "SemanticIndex",
     "SemanticRanker",
+    "check_ranker",
     "forage_bindings",
     "semantic_texts",
 ]
@@ -144,6 +145,13 @@ class SemanticRanker(Protocol):
     def index(self, documents: Sequence[Sequence[str]]) -> SemanticIndex:
         """Embed ``documents`` (one sequence of texts per operation, in catalog order)."""
         ...
+
+
+def check_ranker(semantic: object) -> None:
+    """Refuse a ``semantic=`` argument that is neither ``None`` nor a :class:`SemanticRanker`."""
+    # A name is not a ranker (and a str has an index() of its own).
+    if semantic is not None and (isinstance(semantic, str) or not callable(getattr(semantic, "index", None))):
+        raise ValueError(f"semantic must be a SemanticRanker (with index()), got {type(semantic).__name__}")
 
 
 class Catalog:

@@ -38,7 +38,7 @@ from .admission import (
 )
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
-from .discovery import Catalog, SemanticRanker
+from .discovery import Catalog, SemanticRanker, check_ranker
 from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
 from .execute import ExecuteServices, ExecuteTool, RevisionView, ToolResult
 from .failures import FailureEvidence
@@ -140,9 +140,7 @@ class Runtime:
                 raise ValueError(f"{name} must be callable")
         if access is not None and not isinstance(access, Access):
             raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
-        # A name is not a ranker (and a str has an index() of its own).
-        if semantic is not None and (isinstance(semantic, str) or not callable(getattr(semantic, "index", None))):
-            raise ValueError(f"semantic must be a SemanticRanker (with index()), got {type(semantic).__name__}")
+        check_ranker(semantic)
         if suspensions is not None and not isinstance(suspensions, Suspensions):
             raise ValueError(f"suspensions must be Suspensions or None, got {type(suspensions).__name__}")
         if suspensions is not None and not can_suspend(sandbox):

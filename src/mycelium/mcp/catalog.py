@@ -26,7 +26,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from ..access import Access, Grant
 from ..admission import SharedSandbox
 from ..context import Session
-from ..discovery import SemanticRanker
+from ..discovery import SemanticRanker, check_ranker
 from ..execute import ToolCall, ToolDefinition, ToolResult
 from ..modules import Module
 from ..options import ExecutionOptions, check_int
@@ -183,6 +183,7 @@ class McpCatalog:
             raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
         if execution is not None and not isinstance(execution, ExecutionOptions):
             raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
+        check_ranker(semantic)
         if not isinstance(connections, ConnectionStore):
             raise ValueError(f"connections must be a ConnectionStore, got {type(connections).__name__}")
         self._max_connections = check_int("max_connections", max_connections)
