@@ -13,11 +13,12 @@ What is guaranteed:
 - No network, ever: the model and its tokenizer are read from the installed package, and
   a missing file is an :class:`ImportError` naming the extra, never a download.
 - The model is loaded once per process, on the first catalog that needs it (about 0.3 s
-  and 50 MiB), from whichever thread builds that catalog.
+  and 76 MiB), from whichever thread builds that catalog.
 - Each text is embedded once: vectors are kept by content (up to ``cache_size`` texts), so
   a new revision of a catalog embeds only the operations that changed.
-- A query costs well under a millisecond over a few hundred operations, and about one
-  over 10,000: a matrix product, with no Python loop per operation.
+- Nothing a query holds is kept (the tokenizer's own cache is off), and a query costs one
+  matrix-vector product however many phrasings it has: well under a millisecond over a
+  few hundred operations, about 0.3 ms over 10,000.
 """
 
 from __future__ import annotations
