@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from stats import percentile
 
 from mycelium import Access, ExecutionOptions, Module, Runtime, Session
-from mycelium.admission import SharedSandbox
+from mycelium import SharedSandbox
 from mycelium.mcp import Agent, McpAuthority, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox
 

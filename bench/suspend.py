@@ -76,9 +76,9 @@ from mycelium import (
     defer,
     operation,
 )
-from mycelium.admission import SharedSandbox
+from mycelium import SharedSandbox
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.suspend import SuspensionRecord, now
+from mycelium.suspensions._records import SuspensionRecord, now
 
 TARGET_MS = 5.0
 KEY = b"bench-suspend-key-0123456789abcdef"
@@ -350,7 +350,7 @@ async def sample_record(store: Store) -> SuspensionRecord:
     """The sealed record of one suspension of the program, as the store keeps it (then resumed)."""
     suspension_id = await store.suspend()
     stored = await store.suspensions.store.get(suspension_id)
-    record = store.suspensions.unseal(stored) if stored is not None else None
+    record = await store.suspensions.unseal(stored) if stored is not None else None
     if record is None:
         raise SystemExit(f"{store.name}: the stored suspension {suspension_id} cannot be read back")
     await store.resume(suspension_id)
@@ -362,7 +362,7 @@ async def store_share(store: Store, record: SuspensionRecord, runs: int) -> tupl
     backend = store.suspensions.store
     puts, takes = [], []
     for _ in range(runs):
-        sealed = store.suspensions.seal(replace(record, id=store.suspensions.new_id()))
+        sealed = await store.suspensions.seal(replace(record, id=store.suspensions.new_id()))
         puts.append(await timed(backend.put(sealed, max_per_session=MAX_HELD)))
         started = time.perf_counter()
         await backend.get(sealed.id)
@@ -486,7 +486,7 @@ async def main(arguments: argparse.Namespace) -> None:
             )
             for store in made:
                 record = await sample_record(store)
-                size = len(store.suspensions.seal(record).record)
+                size = len((await store.suspensions.seal(record)).record)
                 puts, takes = await store_share(store, record, arguments.store_runs)
                 print(
                     f"{store.name:<10} {size:9,} {len(record.state):8,} {statistics.median(puts):8.3f} "

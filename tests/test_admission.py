@@ -26,7 +26,6 @@ from mycelium import (
     Lease,
     Runtime,
     ToolResult,
-    normalize_sandbox_admission_policy,
 )
 from mycelium.failures import Cancelled, DeadlineExceeded, SandboxBusy
 from mycelium.sandbox import SandboxRequest
@@ -60,11 +59,11 @@ def outcome(pending: Pending) -> ToolResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# normalize_sandbox_admission_policy
+# AdmissionPolicy.resolve
 
 
-def test_normalize_sandbox_admission_policy() -> None:
-    normalize = normalize_sandbox_admission_policy
+def test_admission_policy_resolve() -> None:
+    normalize = AdmissionPolicy.resolve
 
     # An explicit capacity is used as given, whatever the cores, and is not clamped (above 32 too).
     for capacity in (1, 2, 5, 32, 33, 64):
@@ -103,7 +102,7 @@ def test_normalize_sandbox_admission_policy() -> None:
         ("admission_wait_ms", 2.5),
     ],
 )
-def test_normalize_sandbox_admission_policy_refuses_invalid_values_naming_the_option(
+def test_admission_policy_resolve_refuses_invalid_values_naming_the_option(
     option: str, value: object
 ) -> None:
     # Refused as soon as the options (and so the Runtime that takes them) are constructed.
@@ -114,24 +113,24 @@ def test_normalize_sandbox_admission_policy_refuses_invalid_values_naming_the_op
     smuggled = ExecutionOptions()
     object.__setattr__(smuggled, option, value)
     with pytest.raises(ValueError, match=option):
-        normalize_sandbox_admission_policy(smuggled, 8)
+        AdmissionPolicy.resolve(smuggled, 8)
     with pytest.raises(ValueError, match=option):
         Runtime(sandbox=ProbeSandbox(), execution=smuggled)
 
 
-async def test_normalize_sandbox_admission_policy_reserves_nothing() -> None:
+async def test_admission_policy_resolve_reserves_nothing() -> None:
     sandbox = ProbeSandbox(a=Probe(instant, value=1))
     options = ExecutionOptions(sandbox_capacity=1, admission_wait_ms=50, timeout_ms=5_000)
     async with Runtime(sandbox=sandbox, execution=options) as runtime:
         for _ in range(10):
-            assert normalize_sandbox_admission_policy(runtime.options, 8) == runtime.admission
+            assert AdmissionPolicy.resolve(runtime.options, 8) == runtime.admission
         # The runtime-wide tracker (private) has nothing in flight...
-        assert runtime._services.slots.in_flight == 0
+        assert runtime._slots.in_flight == 0
         # ...and the one slot is free: a run is admitted at once rather than being sandbox-busy.
         async with runtime.lease() as lease:
             result = await lease.execute_tool.run("a")
         assert (result.is_error, result.value) == (False, 1)
-        assert runtime._services.slots.in_flight == 0
+        assert runtime._slots.in_flight == 0
 
 
 # ---------------------------------------------------------------------------------------------

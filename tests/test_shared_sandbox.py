@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from mycelium import Access, ExecutionOptions, InvocationContext, Module, Runtime, Session
-from mycelium.admission import SharedSandbox
+from mycelium import SharedSandbox
 from mycelium.testing import direct_sandbox
 from probes import Probe, ProbeSandbox, instant
 

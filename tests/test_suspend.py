@@ -25,12 +25,11 @@ import anyio
 import pytest
 
 import mycelium.access
-import mycelium.execute
 import mycelium.runtime
-import mycelium.suspend
-import mycelium.suspensions.memory
-import mycelium.suspensions.postgres
-import mycelium.suspensions.sqlite
+import mycelium.suspensions._memory
+import mycelium.suspensions._postgres
+import mycelium.suspensions._records
+import mycelium.suspensions._sqlite
 from mycelium import (
     Access,
     AccessRefusal,
@@ -57,7 +56,7 @@ from mycelium import (
 from mycelium.access import Grant
 from mycelium.failures import CapabilityFailed, DeadlineExceeded, ResumeRefusal, SandboxBusy, SuspensionFailed
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.suspend import SuspensionRecord
+from mycelium.suspensions._records import SuspensionRecord
 from mycelium.suspensions import StoredSuspension, SuspensionStore
 from probes import ProbeSandbox
 from racing import race
@@ -164,18 +163,17 @@ async def reseal(
     assert suspensions is not None
     stored = await store.get(suspension_id)
     assert stored is not None
-    record = suspensions.unseal(stored)
+    record = await suspensions.unseal(stored)
     assert record is not None
-    await replace_stored(store, suspensions.seal(change(record)))
+    await replace_stored(store, await suspensions.seal(change(record)))
 
 
 def later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     """Move the clocks of the runtime and of the stores ``seconds`` ahead."""
     moved = time.time() + seconds
-    for module in (mycelium.execute, mycelium.runtime, mycelium.suspend):
-        monkeypatch.setattr(module, "now", lambda: moved)
+    monkeypatch.setattr(mycelium.suspensions._records, "now", lambda: moved)
     # The stores read the wall clock themselves where the runtime passes them no time.
-    for store_module in (mycelium.suspensions.memory, mycelium.suspensions.sqlite, mycelium.suspensions.postgres):
+    for store_module in (mycelium.suspensions._memory, mycelium.suspensions._sqlite, mycelium.suspensions._postgres):
         monkeypatch.setattr(store_module, "time", SimpleNamespace(time=lambda: moved))
 
 

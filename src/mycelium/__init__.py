@@ -6,7 +6,7 @@ module.
 
 from . import tracing
 from .access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
-from .admission import AdmissionPolicy, SharedSandbox, normalize_sandbox_admission_policy
+from .admission import SharedSandbox
 from .bindings import OperationError
 from .context import CallContext, ExecuteIdentity, InvocationContext, Session
 from .discovery import Catalog, CatalogEntry
@@ -21,22 +21,25 @@ from .errors import (
     ToolError,
     UnknownOperation,
 )
-from .execute import ExecuteTool, PreparedExecute, ToolCall, ToolDefinition, ToolResult
+from .execute import ExecuteTool, PreparedExecute
 from .failures import Failure, FailureEvidence, SandboxError
+from .leases import Lease
 from .modules import Module
 from .operations import Operation, operation
-from .options import ExecutionOptions
-from .runtime import Lease, Runtime
+from .options import AdmissionPolicy, ExecutionOptions
+from .runtime import Runtime
 from .signals import AbortController, AbortError, AbortSignal
 from .sources import AcquireContext, Acquired, CapabilitySource, MyceliumSourceError, source
-from .suspend import Suspension, Suspensions
 from .suspensions import (
     MemorySuspensions,
     PostgresSuspensions,
     SqliteSuspensions,
     StoredSuspension,
+    Suspension,
+    Suspensions,
     SuspensionStore,
 )
+from .tool_calls import ToolCall, ToolDefinition, ToolResult
 from .tools import DirectTool, GatedTool, direct_tool
 from .values import JsonValue
 
@@ -97,7 +100,6 @@ __all__ = [
     "defer",
     "direct_tool",
     "grant_as",
-    "normalize_sandbox_admission_policy",
     "operation",
     "source",
     "tracing",

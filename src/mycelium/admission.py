@@ -10,69 +10,19 @@ has really settled, even when the run was reported as stopped before then.
 
 from __future__ import annotations
 
-import asyncio
-import os
+import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Literal
 
 import anyio
+from anyio.abc import TaskGroup
 
-from .options import MAX_ADMISSION_WAIT_MS, ExecutionOptions, check_int
+from .options import AdmissionPolicy, ExecutionOptions, available_cores
 from .sandbox import PendingCalls, Sandbox, SandboxRequest, SuspendingSandbox, Unrestorable, close_sandbox
 from .signals import AbortSignal
 from .values import JsonValue
 
-__all__ = [
-    "AdmissionPolicy",
-    "BackingWork",
-    "SandboxSlots",
-    "SharedSandbox",
-    "available_cores",
-    "can_suspend",
-    "normalize_sandbox_admission_policy",
-]
-
-MIN_DERIVED_CAPACITY = 2
-MAX_DERIVED_CAPACITY = 32
-
-
-@dataclass(frozen=True)
-class AdmissionPolicy:
-    """Resolved admission facts: the slot count and how long a run may queue for one."""
-
-    capacity: int
-    admission_wait_ms: int
-
-
-def available_cores() -> int | None:
-    """The cores this process may run on (affinity-aware), or ``None`` when that cannot be observed."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count()
-
-
-def normalize_sandbox_admission_policy(
-    options: ExecutionOptions, available_cores: int | None = None
-) -> AdmissionPolicy:
-    """Validate and resolve the admission options. Reserves nothing and starts nothing.
-
-    An explicit ``sandbox_capacity`` is used as given (not clamped); without one, the
-    capacity is ``available_cores`` clamped to 2..32, or 2 when it is ``None``. Without an
-    ``admission_wait_ms``, a run may queue for its whole ``timeout_ms``.
-    """
-    if options.sandbox_capacity is not None:
-        capacity = check_int("sandbox_capacity", options.sandbox_capacity)
-    elif available_cores is None:
-        capacity = MIN_DERIVED_CAPACITY
-    else:
-        cores = check_int("available_cores", available_cores)
-        capacity = min(max(cores, MIN_DERIVED_CAPACITY), MAX_DERIVED_CAPACITY)
-    if options.admission_wait_ms is not None:
-        wait = check_int("admission_wait_ms", options.admission_wait_ms, maximum=MAX_ADMISSION_WAIT_MS)
-    else:
-        wait = check_int("timeout_ms", options.timeout_ms)
-    return AdmissionPolicy(capacity=capacity, admission_wait_ms=wait)
+__all__ = ["BackingWork", "SandboxSlots", "SharedSandbox", "can_suspend"]
 
 
 class BackingWork:
@@ -94,8 +44,7 @@ class SandboxSlots:
     def __init__(self, capacity: int, semaphore: anyio.Semaphore | None = None) -> None:
         self.capacity = capacity
         self._semaphore = semaphore or anyio.Semaphore(capacity)
-        # Strong references: the event loop keeps only weak ones to tasks.
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._unsettled = 0
         self._all_settled = anyio.Event()
         self._all_settled.set()
 
@@ -107,7 +56,7 @@ class SandboxSlots:
     @property
     def unsettled(self) -> int:
         """How many started runs have not settled yet (a run reported as stopped may be among them)."""
-        return len(self._tasks)
+        return self._unsettled
 
     async def admit(self, *, until: float, signal: AbortSignal) -> Literal["admitted", "expired", "aborted"]:
         """Wait for a slot until ``until`` (``anyio.current_time()`` clock) or ``signal`` aborts.
@@ -130,38 +79,45 @@ class SandboxSlots:
                 stop_watching()
         return "aborted" if signal.aborted else "expired"
 
-    def start(self, run: Callable[[], Awaitable[object]]) -> BackingWork:
-        """Start ``run`` as backing work that owns the slot taken by :meth:`admit` until it settles."""
+    def start(self, run: Callable[[], Awaitable[object]], tasks: TaskGroup) -> BackingWork:
+        """Start ``run`` in ``tasks`` (the runtime's) as backing work owning the slot :meth:`admit` took.
+
+        The work outlives the execute that started it when that execute is reported stopped
+        first; the runtime's task group owns it until it settles.
+        """
         work = BackingWork()
-        if not self._tasks:
+        if not self._unsettled:
             self._all_settled = anyio.Event()
-        task = asyncio.get_running_loop().create_task(self._own(work, run))
-        self._tasks.add(task)
-        task.add_done_callback(self._forget)
+        self._unsettled += 1
+        tasks.start_soon(self._own, work, run)
         return work
 
     async def _own(self, work: BackingWork, run: Callable[[], Awaitable[object]]) -> None:
         try:
             work.value = await run()
-        except Exception as exc:
-            # Recorded, not re-raised: the owner of the run reads it from the work.
-            work.error = exc
         except BaseException as exc:
+            # Recorded, not raised: the owner of the run reads it from the work. A cancellation
+            # the sandbox raised of its own (nobody cancelled this task) is the sandbox's failure,
+            # and must not cancel the runtime's other work; a real one goes on.
             work.error = exc
-            raise
+            if not isinstance(exc, Exception) and not _foreign_cancellation(exc):
+                raise
         finally:
             self._semaphore.release()
             work.settled.set()
-
-    def _forget(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not self._tasks:
-            self._all_settled.set()
+            self._unsettled -= 1
+            if not self._unsettled:
+                self._all_settled.set()
 
     async def wait_settled(self) -> None:
         """Return once every started run has settled."""
-        while self._tasks:
+        while self._unsettled:
             await self._all_settled.wait()
+
+
+def _foreign_cancellation(exc: BaseException) -> bool:
+    """Whether ``exc`` is a cancellation exception although nothing cancelled the current task."""
+    return isinstance(exc, anyio.get_cancelled_exc_class()) and anyio.current_effective_deadline() != -math.inf
 
 
 def can_suspend(sandbox: Sandbox) -> bool:
@@ -185,7 +141,7 @@ class SharedSandbox:
         if not isinstance(sandbox, Sandbox) or isinstance(sandbox, SharedSandbox):
             raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
         self.sandbox = sandbox
-        self.policy = normalize_sandbox_admission_policy(
+        self.policy = AdmissionPolicy.resolve(
             ExecutionOptions(sandbox_capacity=capacity, admission_wait_ms=admission_wait_ms), available_cores()
         )
         self._semaphore = anyio.Semaphore(self.policy.capacity)

@@ -20,11 +20,12 @@ from typing import Literal, TypeAlias
 from . import tracing
 from .access import AccessGate, AccessRefusal, Decision, DecisionDeferred
 from .context import InvocationContext
-from .errors import InvalidInput, OperationFailed, ToolError, new_reference
+from .errors import InvalidInput, OperationFailed, ToolError
 from .graph import InstalledModule, InstalledOperation, OperationGraph
 from .hooks import notify
 from .operations import SchemaViolation
 from .signals import AbortSignal
+from .text import new_reference
 from .values import JsonTooLarge, JsonValue, NotJson, json_size
 
 __all__ = [

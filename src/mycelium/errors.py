@@ -7,8 +7,6 @@ in :mod:`mycelium.bindings`).
 
 from __future__ import annotations
 
-import secrets
-
 from .text import clip
 
 __all__ = [
@@ -21,7 +19,6 @@ __all__ = [
     "RuntimeClosed",
     "ToolError",
     "UnknownOperation",
-    "new_reference",
 ]
 
 
@@ -121,8 +118,3 @@ def _bounded_message(head: str, items: list[str]) -> str:
         lines.append(line)
         used += 1 + len(line)
     return "\n".join(lines)
-
-
-def new_reference() -> str:
-    """A short random reference that ties a safe message to the operator's evidence."""
-    return f"ref-{secrets.token_hex(6)}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias, Union, get_args
 
 __all__ = [
+    "MODEL_FIXABLE",
     "BadResponse",
     "Cancelled",
     "CapabilityFailed",
@@ -174,6 +175,14 @@ class Unknown(_FailureBase):
 
     code: ClassVar[str] = "unknown"
 
+
+MODEL_FIXABLE = frozenset(
+    {SyntaxFailure.code, GuestException.code, InvalidResult.code, ResultTooLarge.code, InvalidArguments.code}
+)
+"""Codes of the failures a model fixes by changing its program: the program's own mistakes.
+
+They are routine (logged at INFO, not WARNING), and framework adapters send them to the
+framework's retry channel while retries last."""
 
 # A `typing.Union`, not an `X | Y` union: only the former can carry the docstring that
 # `help(Failure)` shows. Both work alike in annotations, `isinstance` and `typing.get_args`.

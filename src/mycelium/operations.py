@@ -10,12 +10,10 @@ failure is.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 import inspect
 import json
-import threading
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
@@ -473,54 +471,30 @@ def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[object]]:
 async def _in_thread(call: Callable[[], object]) -> object:
     """Run ``call`` in a worker thread (within anyio's thread limiter); settle only when the thread has.
 
-    Python cannot stop a thread. A call cancelled before its thread starts never runs;
-    once the thread has started, a cancelled call keeps waiting, shielded, until the
-    thread returns, and is cancelled then. So whoever waits for the call (a sandbox run,
-    and so its slot and ``Runtime.close()``) waits for the real work, and the thread keeps
-    its limiter token until it is done. Operations stop early by polling ``ctx.signal``.
+    Python cannot stop a thread. A call cancelled while it waits for a thread never runs;
+    once its thread has started, a cancelled call keeps waiting until the thread returns,
+    and is cancelled then. So whoever waits for the call (a sandbox run, and so its slot
+    and the runtime's close) waits for the real work, and the thread keeps its limiter
+    token until it is done. Operations stop early by polling ``ctx.signal``.
+
+    The thread is awaited by a child task: a cancellation of this task (an anyio scope, or
+    asyncio's own ``task.cancel()``) reaches the child only through its task group, where
+    anyio holds it until the thread is done.
     """
-    start = _ThreadStart(call)
-    worker = asyncio.get_running_loop().create_task(anyio.to_thread.run_sync(start.run))
-    try:
-        # A native ``task.cancel()`` must not reach the worker: it would abandon the thread.
-        return await asyncio.shield(worker)
-    except asyncio.CancelledError:
-        if start.withdraw():
-            worker.cancel()  # still queued for a thread: nothing has run, and nothing will
-        with anyio.CancelScope(shield=True):
-            while not worker.done():
-                try:
-                    await asyncio.wait((worker,))
-                except asyncio.CancelledError:
-                    continue  # cancelled again meanwhile: the thread still runs
-        raise
+    returned: list[object] = []
+    raised: list[Exception] = []
 
+    async def run() -> None:
+        try:
+            returned.append(await anyio.to_thread.run_sync(call))
+        except Exception as exc:  # raised here below, as the call's own, not in an exception group
+            raised.append(exc)
 
-class _ThreadStart:
-    """Decides, once and thread-safely, whether a queued call starts or is withdrawn."""
-
-    __slots__ = ("_call", "_lock", "_state")
-
-    def __init__(self, call: Callable[[], object]) -> None:
-        self._call = call
-        self._lock = threading.Lock()
-        self._state: Literal["queued", "started", "withdrawn"] = "queued"
-
-    def run(self) -> object:
-        """In the worker thread: run the call unless it was withdrawn first."""
-        with self._lock:
-            if self._state == "withdrawn":
-                return None
-            self._state = "started"
-        return self._call()
-
-    def withdraw(self) -> bool:
-        """On the event loop: withdraw the call if its thread has not started it yet."""
-        with self._lock:
-            if self._state == "started":
-                return False
-            self._state = "withdrawn"
-            return True
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+    if raised:
+        raise raised[0]
+    return returned[0]
 
 
 def _positional_arity(fn: Callable[..., Any]) -> int:

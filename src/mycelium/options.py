@@ -1,12 +1,18 @@
-"""Host-only execution options. Guests submit only code; nothing here is guest-widenable."""
+"""Host-only execution options, and the admission policy they resolve to.
+
+Guests submit only code; nothing here is guest-widenable.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
-__all__ = ["MAX_ADMISSION_WAIT_MS", "ExecutionOptions", "check_int"]
+__all__ = ["MAX_ADMISSION_WAIT_MS", "AdmissionPolicy", "ExecutionOptions", "available_cores", "check_int"]
 
 MAX_ADMISSION_WAIT_MS = 900_000
+MIN_DERIVED_CAPACITY = 2
+MAX_DERIVED_CAPACITY = 32
 
 
 def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
@@ -60,3 +66,39 @@ class ExecutionOptions:
             check_int("ExecutionOptions.sandbox_capacity", self.sandbox_capacity)
         if self.admission_wait_ms is not None:
             check_int("ExecutionOptions.admission_wait_ms", self.admission_wait_ms, maximum=MAX_ADMISSION_WAIT_MS)
+
+
+@dataclass(frozen=True)
+class AdmissionPolicy:
+    """Resolved admission facts: the slot count and how long a run may queue for one."""
+
+    capacity: int
+    admission_wait_ms: int
+
+    @classmethod
+    def resolve(cls, options: ExecutionOptions, available_cores: int | None = None) -> AdmissionPolicy:
+        """Validate and resolve the admission options. Reserves nothing and starts nothing.
+
+        An explicit ``sandbox_capacity`` is used as given (not clamped); without one, the
+        capacity is ``available_cores`` clamped to 2..32, or 2 when it is ``None``. Without an
+        ``admission_wait_ms``, a run may queue for its whole ``timeout_ms``.
+        """
+        if options.sandbox_capacity is not None:
+            capacity = check_int("sandbox_capacity", options.sandbox_capacity)
+        elif available_cores is None:
+            capacity = MIN_DERIVED_CAPACITY
+        else:
+            cores = check_int("available_cores", available_cores)
+            capacity = min(max(cores, MIN_DERIVED_CAPACITY), MAX_DERIVED_CAPACITY)
+        if options.admission_wait_ms is not None:
+            wait = check_int("admission_wait_ms", options.admission_wait_ms, maximum=MAX_ADMISSION_WAIT_MS)
+        else:
+            wait = check_int("timeout_ms", options.timeout_ms)
+        return cls(capacity=capacity, admission_wait_ms=wait)
+
+
+def available_cores() -> int | None:
+    """The cores this process may run on (affinity-aware), or ``None`` when that cannot be observed."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()

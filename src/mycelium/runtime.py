@@ -1,115 +1,90 @@
-"""The runtime and its leases: the lifecycle around a captured graph revision.
+"""The runtime: the lifecycle around a captured graph revision.
 
-A :class:`Runtime` installs modules into an operation graph. A :class:`Lease` captures
-one revision of that graph; its catalog, execute tool and bindings describe that
-revision for the lease's whole life. ``close()`` stops new leases and waits until every
-held lease is released; when that takes long, it says which leases it waits for and
-where they were acquired. A lease garbage-collected unreleased is warned about and its
-hold given back.
+A :class:`Runtime` installs modules (and the modules its sources acquire) into an
+operation graph, and hands out leases, each capturing one revision (see
+:mod:`mycelium.leases`). It runs inside ``async with Runtime(...) as runtime:``, which
+gives it a task group of its own: the backing work of every sandbox run, the building of
+a new revision's view, and the return of leases the garbage collector found unreleased
+all run there, so no task it starts outlives it. Leaving the block closes it: no new
+leases, then a wait until every held lease is released and every run has settled (saying
+which, when that takes long), then the sources and the sandbox are closed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import functools
 import logging
-import os
-import sys
 import uuid
-import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
-from types import FrameType, TracebackType
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Self
 
 import anyio
+import anyio.to_thread
+from anyio.abc import TaskGroup
 
 from .access import Access, AccessGate, AccessRefusal
-from .admission import (
-    AdmissionPolicy,
-    SandboxSlots,
-    SharedSandbox,
-    available_cores,
-    can_suspend,
-    normalize_sandbox_admission_policy,
-)
+from .admission import SandboxSlots, SharedSandbox, can_suspend
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
-from .discovery import Catalog, SemanticRanker, check_ranker
-from .errors import LeaseReleased, RuntimeClosed, UnknownOperation
-from .execute import ExecuteServices, ExecuteTool, RevisionView, ToolResult
+from .discovery import SemanticRanker, check_ranker
+from .errors import RuntimeClosed, UnknownOperation
+from .execute import ExecuteServices, RevisionView
 from .failures import FailureEvidence
 from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer
+from .leases import Lease, LeaseTable, host_frames
 from .modules import Module
-from .options import ExecutionOptions, check_int
+from .options import AdmissionPolicy, ExecutionOptions, available_cores, check_int
 from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox, close_sandbox
 from .signals import AbortController, AbortSignal
 from .sources import Capabilities, CapabilitySource, Revision
-from .suspend import Suspension, Suspensions, now
-from .tools import DirectTool, GatedTool
+from .suspensions import Suspension, Suspensions
+from .suspensions._suspensions import required
+from .tool_calls import ToolResult
+from .tools import DirectTool
 from .values import JsonValue
 
-__all__ = ["Lease", "Runtime"]
+__all__ = ["Runtime"]
 
 logger = logging.getLogger("mycelium")
 
-_ACQUIRED_AT_FRAMES = 3
-_NAMED_AT_MOST = 10
-# Frames in these files are the runtime's own (``lease()``'s context manager included):
-# where a lease was acquired means the host's frames.
-_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)) + os.sep, contextlib.__file__)
+
+@dataclass
+class _ViewBuild:
+    """A new revision's view being built by one task of the runtime's, awaited by every acquire that wants it."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    view: RevisionView | None = None
+    error: Exception | None = None
 
 
-class _Holds:
-    """Counts holders of something and lets one wait until there are none."""
+@dataclass(frozen=True)
+class _Running:
+    """What a runtime has only while it runs: its task group, its lease table, the parts its leases share."""
 
-    def __init__(self) -> None:
-        self.count = 0
-        self._idle: anyio.Event | None = None  # made only when somebody waits
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        self.acquire()
-        try:
-            yield
-        finally:
-            self.release()
-
-    def acquire(self) -> None:
-        self.count += 1
-
-    def release(self) -> None:
-        self.count -= 1
-        if self.count == 0 and self._idle is not None:
-            self._idle.set()
-            self._idle = None
-
-    async def wait_idle(self) -> None:
-        while self.count:
-            if self._idle is None:
-                self._idle = anyio.Event()
-            await self._idle.wait()
+    tasks: TaskGroup
+    leases: LeaseTable
+    services: ExecuteServices
 
 
 class Runtime:
-    """Hosts modules, hands out leases and runs operations.
+    """Hosts modules, hands out leases and runs operations. Use it as ``async with Runtime(...) as runtime:``.
 
     ``sandbox`` evaluates guest programs; the runtime owns it and closes it (if it has
-    ``aclose()``) when the runtime closes. A :class:`~mycelium.admission.SharedSandbox` is
-    not owned: runtimes given the same one share its worker pool and admission slots, and
-    its owner closes it. ``execution`` sets host-only limits, validated
-    here. ``session`` is the host's session (``None`` for session-free hosts).
-    ``on_operation_error`` receives the evidence of every host failure of an operation;
-    ``on_sandbox_failure`` receives the evidence of every failed execute. Both only
-    observe: an exception inside them is logged and changes nothing.
-    ``close_warning_ms``: once ``close()`` has waited this long (5 s) for held leases or
-    for sandbox runs still settling, it logs a warning naming them.
+    ``aclose()``) when the runtime closes. A :class:`~mycelium.SharedSandbox` is not owned:
+    runtimes given the same one share its worker pool and admission slots, and its owner
+    closes it. ``execution`` sets host-only limits, validated here. ``session`` is the
+    host's session (``None`` for session-free hosts). ``on_operation_error`` receives the
+    evidence of every host failure of an operation; ``on_sandbox_failure`` receives the
+    evidence of every failed execute. Both only observe: an exception inside them is
+    logged and changes nothing. ``close_warning_ms``: once closing has waited this long
+    (5 s) for held leases or for sandbox runs still settling, it logs a warning naming them.
     ``suspensions`` opts in to pausing runs at confirmations the host defers (see
-    :mod:`mycelium.suspend`); the sandbox must be able to resume runs (Monty can).
+    :mod:`mycelium.suspensions`); the sandbox must be able to resume runs (Monty can).
     ``semantic`` adds a ranking by meaning to search (see :mod:`mycelium.semantic`).
     """
 
@@ -157,47 +132,45 @@ class Runtime:
         self.sandbox = sandbox
         self.session = session
         self.options = execution or ExecutionOptions()
+        self.suspensions = suspensions
         self._on_operation_error = on_operation_error
+        self._on_sandbox_failure = on_sandbox_failure
         self._owns_sandbox = not isinstance(sandbox, SharedSandbox)
         if isinstance(sandbox, SharedSandbox):
-            policy, slots = sandbox.policy, sandbox.slots()
+            self._policy, self._slots = sandbox.policy, sandbox.slots()
         else:
             # The core count is observed once per runtime.
-            policy = normalize_sandbox_admission_policy(self.options, available_cores())
-            slots = SandboxSlots(policy.capacity)
-        self._services = ExecuteServices(
-            sandbox=sandbox,
-            # Always gated: without an Access, a confirm=True operation is still refused, never run unasked.
-            invoker=self._gated(access or Access()),
-            options=self.options,
-            policy=policy,
-            slots=slots,
-            session_id=session.id if session else None,
-            on_sandbox_failure=on_sandbox_failure,
-            suspensions=suspensions,
-        )
-        self.suspensions = suspensions
+            self._policy = AdmissionPolicy.resolve(self.options, available_cores())
+            self._slots = SandboxSlots(self._policy.capacity)
+        # Always gated: without an Access, a confirm=True operation is still refused, never run unasked.
+        self._invoker = self._gated(access or Access())
         self._semantic = semantic
-        self._invoker = self._services.invoker
         self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
         # The current revision's view, shared by its leases (each lease holds its own view, so
         # an older one lives exactly as long as the leases that use it).
         self._view: RevisionView | None = None
-        # A new revision's view being built: one task per graph, owned here, awaited by every
-        # acquire that wants it and by close().
-        self._building: dict[OperationGraph, asyncio.Task[RevisionView]] = {}
-        self._leases = _Holds()
-        self._unreleased: set[_LeaseRecord] = set()
-        # Strong references: the event loop keeps only weak ones to tasks.
-        self._giving_back: set[asyncio.Task[None]] = set()
-        self._closed = False
+        self._building: dict[OperationGraph, _ViewBuild] = {}
+        self._running: _Running | None = None
+        self._entered = False
+        self._exit = AsyncExitStack()
+        self._closing: anyio.Event | None = None
         self._announced_limits: set[str] = set()
         self._announce_unenforced_limits(sandbox)
 
     @property
     def admission(self) -> AdmissionPolicy:
         """The resolved admission policy: sandbox capacity and the admission wait."""
-        return self._services.policy
+        return self._policy
+
+    @property
+    def closed(self) -> bool:
+        """Whether closing has begun: no new leases are handed out."""
+        return self._closing is not None
+
+    @property
+    def leases_held(self) -> int:
+        """How many leases are held now (acquired and not yet released): what closing waits for."""
+        return self._running.leases.held if self._running is not None else 0
 
     def _announce_unenforced_limits(self, sandbox: Sandbox) -> None:
         # A fact about where the host runs the sandbox, said once per runtime; it enforces nothing.
@@ -210,18 +183,49 @@ class Runtime:
                 self._announced_limits.add(limit)
                 logger.warning(UNENFORCED_LIMIT_NOTICES[limit])
 
-    @property
-    def closed(self) -> bool:
-        """Whether ``close()`` has begun: no new leases are handed out."""
-        return self._closed
-
-    @property
-    def leases_held(self) -> int:
-        """How many leases are held now (acquired and not yet released): what ``close()`` waits for."""
-        return self._leases.count
-
     def _gated(self, access: Access) -> Invoker:
         return Invoker(AccessGate(access), self._on_operation_error)
+
+    async def __aenter__(self) -> Self:
+        if self._entered:
+            raise RuntimeError("a Runtime runs once: enter it with `async with` a single time")
+        self._entered = True
+        tasks = await self._exit.enter_async_context(anyio.create_task_group())
+        services = ExecuteServices(
+            sandbox=self.sandbox,
+            invoker=self._invoker,
+            options=self.options,
+            policy=self._policy,
+            slots=self._slots,
+            session_id=self.session.id if self.session else None,
+            on_sandbox_failure=self._on_sandbox_failure,
+            suspensions=self.suspensions,
+            tasks=tasks,
+        )
+        self._running = _Running(tasks, LeaseTable(self._capabilities, tasks), services)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            await self.close()
+        finally:
+            # Everything the task group runs has settled by now, so leaving it waits for nothing.
+            # The block's own exception is not the group's: it goes on as it is, never wrapped in
+            # an exception group.
+            await self._exit.aclose()
+            self._running = None
+
+    def _run_state(self) -> _Running:
+        if self._closing is not None:
+            raise RuntimeClosed("the runtime is closed; it hands out no more leases")
+        if self._running is None:
+            raise RuntimeError(
+                "the runtime is not running: use it inside `async with Runtime(...) as runtime:`, "
+                "which owns the work its runs leave behind"
+            )
+        return self._running
 
     async def acquire(self, *, session: Session | None = None, access: Access | None = None) -> Lease:
         """Capture the current graph revision in a new lease. Release it when the run settles.
@@ -235,42 +239,39 @@ class Runtime:
         order) and builds a new revision; if that fails, what was acquired is released
         and :class:`MyceliumSourceError` is raised. Cancelling it aborts the sources' signal.
         """
-        if self._closed:
-            raise RuntimeClosed("the runtime is closed; it hands out no more leases")
+        running = self._run_state()
         if session is not None and not isinstance(session, Session):
             raise ValueError(f"session must be a Session or None, got {type(session).__name__}")
         if access is not None and not isinstance(access, Access):
             raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
-        services = self._services
+        services = running.services
         if session is not None or access is not None:
             services = dataclasses.replace(
                 services,
                 invoker=services.invoker if access is None else self._gated(access),
                 session_id=services.session_id if session is None else session.id,
             )
-        acquired_at = _host_frames()  # before any await: the caller's frames are still on the stack
-        self._leases.acquire()
+        acquired_at = host_frames()  # before any await: the caller's frames are still on the stack
+        leases = running.leases
+        leases.reserve()
         try:
             revision = await self._capabilities.capture()
         except BaseException:
-            self._leases.release()
+            leases.unreserve()
             raise
         try:
             view = self._view
             if view is None or view.graph is not revision.graph:
-                view = await self._view_of(revision)
-            record = _LeaseRecord(revision, acquired_at, asyncio.get_running_loop())
-            lease = Lease(self, revision, view, record, services)
+                view = await self._view_of(revision, running.tasks)
         except BaseException:
-            # Nothing holds the revision: give it and the hold back, or close() would wait forever.
-            self._leases.release()
+            # Nothing holds the revision: give it and the hold back, or closing would wait forever.
+            leases.unreserve()
             with anyio.CancelScope(shield=True):
                 await self._capabilities.release(revision)
             raise
-        self._unreleased.add(record)
-        return lease
+        return Lease._handed_out(leases, leases.record(revision, acquired_at), view, services, self._tools)
 
-    async def _view_of(self, revision: Revision) -> RevisionView:
+    async def _view_of(self, revision: Revision, tasks: TaskGroup) -> RevisionView:
         """The view of a new revision, built once by a task of the runtime's, whoever asks first.
 
         Indexing a large graph (and embedding it) takes a while: it runs in a worker thread,
@@ -278,30 +279,34 @@ class Runtime:
         (the next acquire gets its result); every acquire waiting when a build fails gets
         that failure, and a later acquire builds again.
         """
-        graph = revision.graph
-        task = self._building.get(graph)
-        if task is None:
-            task = asyncio.get_running_loop().create_task(self._build(revision))
-            self._building[graph] = task
-            task.add_done_callback(functools.partial(self._built, graph))
-        return await asyncio.shield(task)
+        build = self._building.get(revision.graph)
+        if build is None:
+            build = self._building[revision.graph] = _ViewBuild()
+            tasks.start_soon(self._build, revision, build)
+        await build.done.wait()
+        if build.error is not None:
+            raise build.error
+        assert build.view is not None
+        return build.view
 
-    async def _build(self, revision: Revision) -> RevisionView:
+    async def _build(self, revision: Revision, build: _ViewBuild) -> None:
         notes = getattr(self.sandbox, "guest_notes", None)
         sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
-        view = await anyio.to_thread.run_sync(
-            functools.partial(RevisionView.build, revision.graph, notes, sources, self._semantic)
-        )
-        if self._view is None or self._view.graph.revision <= revision.graph.revision:
-            self._view = view  # an older revision finishing late does not displace a newer one
-        return view
-
-    def _built(self, graph: OperationGraph, task: asyncio.Task[RevisionView]) -> None:
-        if self._building.get(graph) is task:
-            del self._building[graph]
-        # Retrieved here, so a failure every waiter gave up on is not reported as never retrieved.
-        if not task.cancelled() and task.exception() is not None:
-            logger.debug("building a revision's view failed", exc_info=task.exception())
+        try:
+            view = await anyio.to_thread.run_sync(
+                functools.partial(RevisionView.build, revision.graph, notes, sources, self._semantic)
+            )
+        except Exception as exc:
+            build.error = exc
+            logger.debug("building a revision's view failed", exc_info=exc)
+        else:
+            if self._view is None or self._view.graph.revision <= revision.graph.revision:
+                self._view = view  # an older revision finishing late does not displace a newer one
+            build.view = view
+        finally:
+            if self._building.get(revision.graph) is build:
+                del self._building[revision.graph]
+            build.done.set()
 
     @asynccontextmanager
     async def lease(self, *, session: Session | None = None, access: Access | None = None) -> AsyncIterator[Lease]:
@@ -371,16 +376,14 @@ class Runtime:
         For hosts whose agent framework replays the tool call after approval: executing the
         same tool call id with the same code then resumes with this decision. Returns
         ``False`` when there is no such undecided, unexpired suspension in ``session`` (the
-        runtime's by default). Raises :class:`~mycelium.suspend.StoreUnavailable` when the store
-        fails or does not answer within ``Suspensions.store_timeout_ms``, as the methods below do.
+        runtime's by default). Raises :class:`~mycelium.suspensions.StoreUnavailable` when the
+        store fails or does not answer within ``Suspensions.store_timeout_ms``, as the methods
+        below do.
         """
-        suspensions = self._require_suspensions()
+        suspensions = required(self.suspensions)
         if type(approved) is not bool:
             raise ValueError(f"approved must be True or False, got {approved!r}")
-        if await self.suspension(suspension_id, session=session) is None:
-            return False
-        sealed = suspensions.seal_decision(suspension_id, approved)
-        return await suspensions.stored(lambda: suspensions.store.decide(suspension_id, sealed, now=now()))
+        return await suspensions.decide(suspension_id, approved, self._session_id(session))
 
     async def discard(self, suspension_id: str, *, session: Session | None = None) -> bool:
         """Drop a suspension of ``session`` (the runtime's by default) without resuming it.
@@ -391,52 +394,48 @@ class Runtime:
         refused as ``not-found``. Returns ``False`` when there is no such unexpired suspension,
         or it was resumed or discarded first (claiming is atomic, as for a resume).
         """
-        suspensions = self._require_suspensions()
-        if await self.suspension(suspension_id, session=session) is None:
-            return False
-        return await suspensions.stored(lambda: suspensions.store.claim(suspension_id, now=now())) is not None
+        return await required(self.suspensions).discard(suspension_id, self._session_id(session))
 
     async def suspension(self, suspension_id: str, *, session: Session | None = None) -> Suspension | None:
         """The unexpired suspension ``suspension_id`` of ``session`` (the runtime's by default), for a
         host's approval screen; ``None`` when there is none, or its record fails its seal."""
-        suspensions = self._require_suspensions()
-        if not isinstance(suspension_id, str):
-            return None
-        stored = await suspensions.stored(lambda: suspensions.store.get(suspension_id))
-        record = suspensions.unseal(stored) if stored is not None else None
-        asking = session or self.session
-        owner = asking.id if asking is not None else None
-        if record is None or record.session_id != owner or record.expires_at <= now():
-            return None
-        return record.suspension()
+        return await required(self.suspensions).pending(suspension_id, self._session_id(session))
 
     async def purge_expired_suspensions(self) -> int:
         """Remove expired suspensions from the store; how many were removed."""
-        suspensions = self._require_suspensions()
-        return await suspensions.stored(lambda: suspensions.store.purge_expired(now=now()))
+        return await required(self.suspensions).purge_expired()
 
-    def _require_suspensions(self) -> Suspensions:
-        if self.suspensions is None:
-            raise ValueError("this runtime keeps no suspensions: give it Runtime(suspensions=Suspensions(...))")
-        return self.suspensions
+    def _session_id(self, session: Session | None) -> str | None:
+        asking = session or self.session
+        return asking.id if asking is not None else None
 
     async def close(self) -> None:
         """Stop handing out leases, wait until every held lease is released, then clean up.
 
         Clean-up waits for sandbox work that is still settling (a run whose stop was not
-        acknowledged keeps its slot until then), then closes the sandbox. Awaiting
+        acknowledged keeps its slot until then), then closes the sources and the sandbox.
+        Leaving ``async with`` calls it; calling it again waits for the first call. Awaiting
         ``close()`` in a task that still holds a lease never returns: release the lease
         first (``async with`` does this for you).
         """
-        self._closed = True
-        await self._wait_or_warn(self._leases.wait_idle, self._held_leases)
-        if self._building:  # builds whose acquires all gave up: they end on their own
-            await asyncio.wait(list(self._building.values()))
-        await self._wait_or_warn(self._services.slots.wait_settled, self._settling_runs)
+        if self._closing is not None:
+            await self._closing.wait()
+            return
+        self._closing = anyio.Event()
         try:
-            await self._capabilities.close()
+            running = self._running
+            if running is not None:
+                await self._wait_or_warn(running.leases.wait_idle, running.leases.describe_held)
+                for build in list(self._building.values()):  # builds whose acquires all gave up
+                    await build.done.wait()
+                await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
+            try:
+                await self._capabilities.close()
+            finally:
+                if self._owns_sandbox:
+                    await close_sandbox(self.sandbox)
         finally:
-            await self._close_sandbox()
+            self._closing.set()
 
     async def _wait_or_warn(self, wait: Callable[[], Awaitable[None]], waiting_for: Callable[[], str]) -> None:
         # A forgotten lease or a thread that never returns would make close() hang without a word.
@@ -446,89 +445,11 @@ class Runtime:
         logger.warning("runtime.close() has waited %g s for %s", self._close_warning_s, waiting_for())
         await wait()
 
-    def _held_leases(self) -> str:
-        records = sorted(self._unreleased, key=lambda record: (record.revision.number, record.acquired_at))
-        named = "; ".join(record.describe() for record in records[:_NAMED_AT_MOST])
-        more = f"; and {len(records) - _NAMED_AT_MOST} more" if len(records) > _NAMED_AT_MOST else ""
-        acquiring = self._leases.count - len(records)
-        still = f"; and {acquiring} acquire() call(s) in progress" if acquiring > 0 else ""
-        return (
-            f"{len(records)} unreleased lease(s): {named}{more}{still}. "
-            "Release every lease (`async with runtime.lease()` does it for you)"
-        )
-
     def _settling_runs(self) -> str:
         return (
-            f"{self._services.slots.unsettled} sandbox run(s) still settling after a stop they did not "
+            f"{self._slots.unsettled} sandbox run(s) still settling after a stop they did not "
             "acknowledge (a sync operation's thread runs to its end: poll ctx.signal.aborted to stop early)"
         )
-
-    def _lost(self, record: _LeaseRecord) -> None:
-        """A lease was garbage-collected unreleased: give its hold back, and say so.
-
-        Called from ``Lease.__del__``, in whatever thread the garbage collector runs: the
-        hold is given back on the lease's own event loop.
-        """
-        try:
-            record.loop.call_soon_threadsafe(self._give_back, record)
-        except RuntimeError:
-            return  # its event loop is closed: nothing can wait for this runtime any more
-        text = f"{record.describe()} was garbage-collected without being released; release every lease"
-        logger.warning("%s", text)
-        warnings.warn(text, ResourceWarning, stacklevel=2)
-
-    def _give_back(self, record: _LeaseRecord) -> None:
-        task = asyncio.get_running_loop().create_task(self._release_lost(record))
-        self._giving_back.add(task)
-        task.add_done_callback(self._giving_back.discard)
-
-    async def _release_lost(self, record: _LeaseRecord) -> None:
-        try:
-            await self._capabilities.release(record.revision)
-        except Exception:
-            # Nobody awaits a lost lease's release: its failure can only be logged.
-            logger.exception("releasing the snapshots of a garbage-collected lease failed")
-        finally:
-            self._unreleased.discard(record)
-            self._leases.release()
-
-    async def _close_sandbox(self) -> None:
-        if self._owns_sandbox:
-            await close_sandbox(self.sandbox)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
-
-@dataclass(eq=False)
-class _LeaseRecord:
-    """What the runtime keeps of a held lease: its revision, where it was acquired, its loop."""
-
-    revision: Revision
-    acquired_at: tuple[tuple[str, int, str], ...]
-    """The host's innermost frames that acquired it: (file, line, function)."""
-    loop: asyncio.AbstractEventLoop
-
-    def describe(self) -> str:
-        where = " <- ".join(f"{file}:{line} in {function}" for file, line, function in self.acquired_at)
-        return f"the lease of revision {self.revision.number} acquired at {where or 'an unknown place'}"
-
-
-def _host_frames() -> tuple[tuple[str, int, str], ...]:
-    """The caller's innermost frames outside the runtime. Cheap: it reads no source lines."""
-    found: list[tuple[str, int, str]] = []
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and len(found) < _ACQUIRED_AT_FRAMES:
-        code = frame.f_code
-        if not code.co_filename.startswith(_OWN_FILES):
-            found.append((code.co_filename, frame.f_lineno, code.co_name))
-        frame = frame.f_back
-    return tuple(found)
 
 
 def _find(graph: OperationGraph, module_id: str, path: str) -> InstalledOperation:
@@ -539,106 +460,3 @@ def _find(graph: OperationGraph, module_id: str, path: str) -> InstalledOperatio
     if target is None:
         raise UnknownOperation(f"module {module_id!r} has no operation {path!r}")
     return target
-
-
-class Lease:
-    """One captured graph revision, held for a run. Get it from :meth:`Runtime.acquire`.
-
-    Its ``revision``, ``catalog`` and ``execute_tool`` describe the same graph for the
-    lease's whole life. After :meth:`release`, using it raises :class:`LeaseReleased`.
-    """
-
-    def __init__(
-        self,
-        runtime: Runtime,
-        revision: Revision,
-        view: RevisionView,
-        record: _LeaseRecord,
-        services: ExecuteServices,
-    ) -> None:
-        # Held only once built: a constructor that raised holds nothing for __del__ to give back.
-        self._released = True
-        self._record = record
-        self._runtime = runtime
-        self._revision = revision
-        self.graph = revision.graph
-        """The captured operation graph (host-side; models see the catalog)."""
-        self.revision = revision.number
-        self._catalog = view.catalog
-        self._runs = _Holds()
-        self._execute_tool = ExecuteTool(view=view, services=services, hold=self._hold)
-        self._tools = tuple(
-            GatedTool(
-                tool,
-                invoker=services.invoker,
-                session_id=services.session_id,
-                max_result_bytes=services.options.max_result_bytes,
-                hold=self._hold,
-            )
-            for tool in runtime._tools
-        )
-        self._released = False
-
-    @property
-    def released(self) -> bool:
-        """Whether :meth:`release` has been called."""
-        return self._released
-
-    @property
-    def catalog(self) -> Catalog:
-        """The discovery catalog of this lease's revision."""
-        self._check()
-        return self._catalog
-
-    @property
-    def tools(self) -> tuple[GatedTool, ...]:
-        """The host's direct tools, behind the same access checks as every operation."""
-        self._check()
-        return self._tools
-
-    @property
-    def execute_tool(self) -> ExecuteTool:
-        """The one ``execute`` tool, bound to this lease's revision."""
-        self._check()
-        return self._execute_tool
-
-    async def release(self) -> None:
-        """Release the lease. Idempotent; waits for executes already running on it to settle.
-
-        Releasing the last lease of a stale revision releases the snapshots only it used;
-        a failure there is raised here (:class:`MyceliumSourceError`, phase ``"release"``).
-        """
-        if self._released:
-            return
-        self._released = True
-        try:
-            await self._runs.wait_idle()
-            await self._runtime._capabilities.release(self._revision)
-        finally:
-            self._runtime._unreleased.discard(self._record)
-            self._runtime._leases.release()
-
-    def __del__(self) -> None:
-        if not self._released:
-            self._runtime._lost(self._record)
-
-    @contextmanager
-    def _hold(self) -> Iterator[None]:
-        self._check()
-        with self._runs.held():
-            yield
-
-    def _check(self) -> None:
-        if self._released:
-            raise LeaseReleased(f"lease of revision {self.revision} was released; acquire a new one")
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.release()
-
-    def __repr__(self) -> str:
-        return f"<Lease revision={self.revision}{' released' if self._released else ''}>"

@@ -20,13 +20,14 @@ from .access import AccessRefusal
 from .bindings import Invoker
 from .context import InvocationContext
 from .errors import DefinitionError, InvalidInput, OperationFailed, ToolError
-from .execute import ToolDefinition, ToolResult, bounded_json
 from .failures import InvalidArguments
 from .graph import InstalledOperation, install_alone
+from .handed_out import HandedOut
 from .modules import check_id
 from .operations import AccessLabel, SchemaSpec, operation
 from .sandbox.boundary import failure_from_exception
 from .signals import AbortController, AbortSignal
+from .tool_calls import ToolDefinition, ToolResult, bounded_json
 from .values import dumps_compact
 
 __all__ = ["DirectTool", "GatedTool", "direct_tool"]
@@ -70,24 +71,36 @@ def direct_tool(
     )
 
 
-class GatedTool:
-    """A direct tool as one lease offers it: call it with the model's arguments."""
+class GatedTool(HandedOut):
+    """A direct tool as one lease offers it: call it with the model's arguments. Get it from ``Lease.tools``."""
 
-    def __init__(
-        self,
+    _handed_out_by = "Lease.tools"
+    definition: ToolDefinition
+    """The tool as a model is shown it."""
+    _target: InstalledOperation
+    _invoker: Invoker
+    _session_id: str | None
+    _max_result_bytes: int
+    _hold: Callable[[], AbstractContextManager[None]]
+
+    @classmethod
+    def _for_lease(
+        cls,
         tool: DirectTool,
         *,
         invoker: Invoker,
         session_id: str | None,
         max_result_bytes: int,
         hold: Callable[[], AbstractContextManager[None]],
-    ) -> None:
-        self.definition = tool.definition
-        self._target = tool.target
-        self._invoker = invoker
-        self._session_id = session_id
-        self._max_result_bytes = max_result_bytes
-        self._hold = hold
+    ) -> GatedTool:
+        gated = cls.__new__(cls)
+        gated.definition = tool.definition
+        gated._target = tool.target
+        gated._invoker = invoker
+        gated._session_id = session_id
+        gated._max_result_bytes = max_result_bytes
+        gated._hold = hold
+        return gated
 
     async def call(
         self, arguments: Mapping[str, object] | str, tool_call_id: str | None = None, signal: AbortSignal | None = None

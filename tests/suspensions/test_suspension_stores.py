@@ -28,7 +28,7 @@ from mycelium.suspensions import (
     SuspensionLimitReached,
     SuspensionStore,
 )
-from mycelium.suspensions.store import MAX_FOUND
+from mycelium.suspensions._store import MAX_FOUND
 from racing import race
 
 from .store_worker import encode, open_store

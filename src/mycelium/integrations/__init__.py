@@ -5,19 +5,17 @@ agent run, released after it (also on failure and cancellation); the framework's
 call id passed through as the execute's; the model reads :func:`model_output`; failures
 the model can fix go to the framework's retry channel while retries last; and a
 ``confirm`` operation meets the framework's own human approval through suspend and
-resume (see :mod:`mycelium.suspend`), so the person approves the exact pending call and
+resume (see :mod:`mycelium.suspensions`), so the person approves the exact pending call and
 nothing that already ran runs again.
 """
 
 from __future__ import annotations
 
-from ..execute import ToolResult
+from ..failures import MODEL_FIXABLE
 from ..text import printed
+from ..tool_calls import ToolResult
 
 __all__ = ["MODEL_FIXABLE", "model_output"]
-
-MODEL_FIXABLE = frozenset({"syntax", "guest-exception", "invalid-result", "result-too-large", "invalid-arguments"})
-"""Failure codes a model fixes by changing its program: they go to a framework's retry channel."""
 
 
 def model_output(result: ToolResult) -> str:

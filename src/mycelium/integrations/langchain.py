@@ -64,8 +64,9 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, StrictBool, StrictStr
 from ..access import Access
 from ..context import Session
 from ..execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
-from ..runtime import Lease, Runtime
-from ..suspend import Suspension
+from ..leases import Lease
+from ..runtime import Runtime
+from ..suspensions import Suspension
 from . import MODEL_FIXABLE, model_output
 
 __all__ = ["Approval", "MyceliumTool", "mycelium_tool"]

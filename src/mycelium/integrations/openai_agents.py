@@ -87,8 +87,9 @@ from agents.tool_context import ToolContext
 from ..access import Access
 from ..context import Session
 from ..execute import EXECUTE_INPUT_SCHEMA, PreparedExecute, ToolCall, ToolResult
-from ..runtime import Lease, Runtime
-from ..suspend import StoreUnavailable, Suspension
+from ..leases import Lease
+from ..runtime import Runtime
+from ..suspensions import StoreUnavailable, Suspension
 from . import model_output
 
 __all__ = ["EXECUTE", "RESUME", "MyceliumTools"]

@@ -32,7 +32,8 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from ..access import Access
 from ..context import Session
 from ..execute import ToolCall
-from ..runtime import Lease, Runtime
+from ..leases import Lease
+from ..runtime import Runtime
 from . import MODEL_FIXABLE, model_output
 
 __all__ = ["MyceliumToolset"]

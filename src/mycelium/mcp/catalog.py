@@ -15,24 +15,28 @@ read afresh for every execution and after every approval.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Protocol, TypeAlias, runtime_checkable
+from types import TracebackType
+from typing import Protocol, Self, TypeAlias, runtime_checkable
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
 
 from ..access import Access, Grant
 from ..admission import SharedSandbox
 from ..context import Session
 from ..discovery import SemanticRanker, check_ranker
-from ..execute import ToolCall, ToolDefinition, ToolResult
 from ..modules import Module
 from ..options import ExecutionOptions, check_int
 from ..runtime import Runtime
 from ..sandbox import Sandbox
 from ..sources import CapabilitySource
+from ..tool_calls import ToolCall, ToolDefinition, ToolResult
 from .connections import ConnectionStore, MemoryConnections
 from .principals import Principal, principal_key
 
@@ -150,21 +154,27 @@ class McpCatalogProvider(Protocol):
 
 @dataclass
 class _Loaded:
-    """A principal's runtime, valid while ``load`` returns the same source objects."""
+    """A principal's runtime, valid while ``load`` returns the same source objects.
+
+    It runs in a task of the catalog's own (``async with`` must enter and leave it in one
+    task, and requests come in many); setting ``retire`` ends that task, which closes the
+    runtime once the requests still holding its leases are done.
+    """
 
     runtime: Runtime
     sources: tuple[CapabilitySource | Module, ...]
+    retire: anyio.Event = field(default_factory=anyio.Event)
 
     def serves(self, sources: Sequence[CapabilitySource | Module]) -> bool:
         return len(sources) == len(self.sources) and all(a is b for a, b in zip(sources, self.sources, strict=True))
 
 
 class McpCatalog:
-    """The catalog for installed apps. Build it with :func:`create_mcp_catalog`.
+    """The catalog for installed apps. Build it with :func:`create_mcp_catalog`; run it with ``async with``.
 
     One runtime per principal (kept while ``load`` returns the same sources), all of them
-    on one shared sandbox and admission tracker. Each execution's lease lives exactly as
-    long as the request that runs it.
+    on one shared sandbox and admission tracker, each running in a task of the catalog's.
+    Each execution's lease lives exactly as long as the request that runs it.
     """
 
     def __init__(
@@ -203,7 +213,9 @@ class McpCatalog:
         self._connections = connections
         self._semantic = semantic
         self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
-        self._retiring: set[asyncio.Task[None]] = set()
+        self._starting = anyio.Lock()
+        self._tasks: TaskGroup | None = None
+        self._exit = AsyncExitStack()
         self._closed = False
 
     @property
@@ -215,6 +227,31 @@ class McpCatalog:
     def sandbox(self) -> SharedSandbox:
         """The sandbox and admission slots every principal's runtime shares."""
         return self._shared
+
+    async def __aenter__(self) -> Self:
+        if self._tasks is not None or self._closed:
+            raise RuntimeError("an McpCatalog runs once: enter it with `async with` a single time")
+        self._tasks = await self._exit.enter_async_context(anyio.create_task_group())
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close every principal's runtime (waiting for their leases), then the shared sandbox and the store."""
+        self._closed = True
+        for loaded in self._loaded.values():
+            loaded.retire.set()
+        self._loaded.clear()
+        try:
+            # Every runtime's task ends once its runtime has closed. The block's own exception goes
+            # on as it is, never wrapped in the task group's exception group.
+            await self._exit.aclose()
+        finally:
+            try:
+                if self._owns_sandbox:
+                    await self._shared.aclose()
+            finally:
+                await self._connections.aclose()
 
     async def open(
         self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
@@ -245,68 +282,59 @@ class McpCatalog:
 
     async def definition(self, principal: Principal, authority: McpAuthority) -> ToolDefinition:
         """The execute tool of the revision ``principal``'s sources give now."""
-        async with self._runtime(principal, authority).lease() as lease:
+        runtime = await self._runtime(principal, authority)
+        async with runtime.lease() as lease:
             return lease.execute_tool.definition
 
     async def execute(self, call: ToolCall, context: McpExecutionContext) -> ToolResult:
         """Run ``call`` on a lease held for exactly this request, with the request's access."""
-        runtime = self._runtime(context.principal, context.authority)
+        runtime = await self._runtime(context.principal, context.authority)
         session = Session(context.connection_id) if context.connection_id else None
         async with runtime.lease(session=session, access=context.access) as lease:
             return await lease.execute_tool.prepare(call).execute()
 
-    def _runtime(self, principal: Principal, authority: McpAuthority) -> Runtime:
-        if self._closed:
-            raise RuntimeError("the MCP catalog is closed")
+    async def _runtime(self, principal: Principal, authority: McpAuthority) -> Runtime:
         key = principal_key(principal)
         loaded = self._loaded.get(key)
         if loaded is not None and loaded.serves(authority.sources):
             self._loaded.move_to_end(key)
             return loaded.runtime
-        runtime = Runtime(
-            modules=[item for item in authority.sources if isinstance(item, Module)],
-            sources=[item for item in authority.sources if not isinstance(item, Module)],
-            sandbox=self._shared,
-            execution=self._execution,
-            # Every lease brings the request's access; this one only stands behind an unexpected path.
-            access=Access(explicit=True),
-            semantic=self._semantic,
-        )
-        if loaded is not None:
-            self._retire(loaded.runtime)
-        self._loaded[key] = _Loaded(runtime, tuple(authority.sources))
-        self._loaded.move_to_end(key)
-        while len(self._loaded) > _MAX_CACHED_PRINCIPALS:
-            _, oldest = self._loaded.popitem(last=False)
-            self._retire(oldest.runtime)
-        return runtime
-
-    def _retire(self, runtime: Runtime) -> None:
-        # Requests still holding its leases finish on it; it closes once they are released.
-        task = asyncio.get_running_loop().create_task(self._close_quietly(runtime))
-        self._retiring.add(task)
-        task.add_done_callback(self._retiring.discard)
+        async with self._starting:  # one start at a time, so two first requests share one runtime
+            loaded = self._loaded.get(key)
+            if loaded is not None and loaded.serves(authority.sources):
+                return loaded.runtime
+            tasks = self._tasks
+            if self._closed or tasks is None:
+                raise RuntimeError("the MCP catalog is not running: use it inside `async with catalog:`")
+            runtime = Runtime(
+                modules=[item for item in authority.sources if isinstance(item, Module)],
+                sources=[item for item in authority.sources if not isinstance(item, Module)],
+                sandbox=self._shared,
+                execution=self._execution,
+                # Every lease brings the request's access; this one only stands behind an unexpected path.
+                access=Access(explicit=True),
+                semantic=self._semantic,
+            )
+            fresh = _Loaded(runtime, tuple(authority.sources))
+            await tasks.start(self._run, fresh)
+            if loaded is not None:
+                loaded.retire.set()  # requests still holding its leases finish on it
+            self._loaded[key] = fresh
+            self._loaded.move_to_end(key)
+            while len(self._loaded) > _MAX_CACHED_PRINCIPALS:
+                _, oldest = self._loaded.popitem(last=False)
+                oldest.retire.set()
+            return runtime
 
     @staticmethod
-    async def _close_quietly(runtime: Runtime) -> None:
+    async def _run(loaded: _Loaded, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run one principal's runtime until it is retired; it closes once its leases are released."""
         try:
-            await runtime.close()
+            async with loaded.runtime:
+                task_status.started()
+                await loaded.retire.wait()
         except Exception:
             logger.exception("closing a retired runtime failed")
-
-    async def aclose(self) -> None:
-        """Close every principal's runtime (waiting for their leases), then the shared sandbox and the store."""
-        self._closed = True
-        for loaded in self._loaded.values():
-            self._retire(loaded.runtime)
-        self._loaded.clear()
-        while self._retiring:
-            await asyncio.gather(*self._retiring)
-        try:
-            if self._owns_sandbox:
-                await self._shared.aclose()
-        finally:
-            await self._connections.aclose()
 
 
 def create_mcp_catalog(
@@ -327,8 +355,9 @@ def create_mcp_catalog(
     records connections: in memory by default, or ``SqliteConnections(path)`` so a
     restarted server resumes them. At most ``max_connections`` stay open in memory.
     ``semantic`` adds ranking by meaning to every principal's search (see :mod:`mycelium.semantic`).
-    ``await catalog.aclose()`` closes the sandbox too, unless it was a ``SharedSandbox``
-    (whose owner closes it).
+    Run it with ``async with catalog:``; leaving the block closes every principal's
+    runtime (once their requests are done), the store, and the sandbox too, unless it was a
+    ``SharedSandbox`` (whose owner closes it).
     """
     return McpCatalog(
         load=load,

@@ -44,10 +44,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import new_reference
 from ..execute import ToolCall, ToolResult
 from ..options import check_int
-from ..text import printed
+from ..text import new_reference, printed
 from .catalog import McpCatalogProvider, McpExecutionContext
 from .elicitation import RequestAccess
 from .http import Answered, pin_initialize, releasing, request_id, send_error, stays_connected, watch

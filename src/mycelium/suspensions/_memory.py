@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from .store import MAX_FOUND, StoredSuspension, SuspensionLimitReached
+from ._store import MAX_FOUND, StoredSuspension, SuspensionLimitReached
 
 __all__ = ["MemorySuspensions"]
 

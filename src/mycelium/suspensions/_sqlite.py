@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import anyio.to_thread
 
-from .store import COLUMNS, MAX_FOUND, StoredSuspension, SuspensionLimitReached, from_row, to_row
+from ._store import COLUMNS, MAX_FOUND, StoredSuspension, SuspensionLimitReached, from_row, to_row
 
 __all__ = ["SqliteSuspensions"]
 

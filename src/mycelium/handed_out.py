@@ -1,0 +1,23 @@
+"""Objects the library hands out (a lease, its tools, a prepared execute) cannot be made by users.
+
+They hold the runtime's private records; made any other way they would hold none, so
+constructing one is refused with a ``TypeError`` that says where to get it. The library
+makes them with ``cls.__new__(cls)`` in a typed classmethod of each class.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = ["HandedOut"]
+
+
+class HandedOut:
+    """Base of the objects the library hands out; ``_handed_out_by`` says where they come from."""
+
+    __slots__ = ()
+
+    _handed_out_by: ClassVar[str]
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError(f"{type(self).__name__} cannot be constructed; get one from {self._handed_out_by}")

@@ -1,0 +1,255 @@
+"""A runtime's opt-in to pausing runs at deferred decisions, and the seal on everything it stores.
+
+What is stored is sealed: an HMAC-SHA256 under the host's ``key`` covers the sandbox's
+state and everything the runtime needs to continue (identity, the next ordinal, the
+revision the run was offered, the pending calls and their arguments). A record changed
+in the store is refused; a decision is sealed to the one suspension it decides. Every
+store operation is bounded in time, and a failing or silent store is
+:class:`StoreUnavailable`, never a guess.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import anyio
+
+from .._framing import frame, unframe
+from ..options import check_int
+from . import _records
+from ._memory import MemorySuspensions
+from ._records import PausedCall, Suspension, SuspensionRecord
+from ._store import StoredSuspension, SuspensionLimitReached, SuspensionStore
+
+__all__ = ["NO_SUSPENSIONS", "StoreUnavailable", "Suspensions", "required"]
+
+T = TypeVar("T")
+
+MIB = 1024 * 1024
+SEAL_ON_LOOP_BYTES = 256 * 1024
+"""Sealing or checking a record larger than this hashes it off the event loop; less takes under a millisecond."""
+_MAC_BYTES = 32
+_RECORD_MAGIC = b"MYCSUSP1"
+_DECISIONS = {True: b"approved", False: b"declined"}
+NO_SUSPENSIONS = "this runtime keeps no suspensions: give it Runtime(suspensions=Suspensions(...))"
+
+
+class StoreUnavailable(Exception):
+    """The suspension store failed or did not answer in time; the cause is chained."""
+
+
+@dataclass(frozen=True)
+class Suspensions:
+    """A runtime's opt-in to pausing runs at deferred decisions.
+
+    - ``store``: where suspensions are kept (:class:`~mycelium.MemorySuspensions` by
+      default; ``SqliteSuspensions`` survives a restart, ``PostgresSuspensions`` is shared by
+      several servers).
+    - ``key``: the HMAC key that seals what is stored, at least 16 bytes. Required for a
+      store that outlives the process (every process that resumes needs the same key); a
+      memory store gets a random one.
+    - ``expires_after_ms``: how long a suspension waits for its decision (24 hours).
+    - ``max_per_session``: how many suspensions one session may hold at once (20). When
+      it is full, a deferred call is refused as ``confirmation-unavailable`` and the run
+      goes on; so it is when a paused run's state is over ``max_state_bytes`` (16 MiB).
+    - ``store_timeout_ms``: how long one store operation may take (10 s, and never past the
+      run's deadline). A store that fails or takes longer ends the run with an ``unknown``
+      failure: whether it kept the pause is not known, so the run does not go on.
+    """
+
+    store: SuspensionStore = field(default_factory=MemorySuspensions)
+    key: bytes | None = field(default=None, repr=False)
+    expires_after_ms: int = 86_400_000
+    max_per_session: int = 20
+    max_state_bytes: int = 16 * MIB
+    store_timeout_ms: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.store, SuspensionStore):
+            raise ValueError(f"Suspensions.store must implement SuspensionStore, got {type(self.store).__name__}")
+        check_int("Suspensions.expires_after_ms", self.expires_after_ms)
+        check_int("Suspensions.max_per_session", self.max_per_session)
+        check_int("Suspensions.max_state_bytes", self.max_state_bytes)
+        check_int("Suspensions.store_timeout_ms", self.store_timeout_ms)
+        if self.key is None:
+            if not isinstance(self.store, MemorySuspensions):
+                raise ValueError(
+                    "Suspensions.key is required with a store that outlives this process: every process "
+                    "that resumes a suspension must seal and check it with the same key"
+                )
+            object.__setattr__(self, "key", secrets.token_bytes(32))
+        elif not isinstance(self.key, bytes) or len(self.key) < 16:
+            raise ValueError("Suspensions.key must be bytes, at least 16 of them")
+
+    async def stored(self, operation: Callable[[], Awaitable[T]], *, until: float | None = None) -> T:
+        """Run one store operation within ``store_timeout_ms`` (and by ``until``, on anyio's clock).
+
+        Raises :class:`StoreUnavailable` for any failure of the store (its own error, or
+        taking too long); :class:`~mycelium.suspensions.SuspensionLimitReached` passes through.
+        """
+        within = self.store_timeout_ms / 1000
+        if until is not None:
+            within = max(0.0, min(within, until - anyio.current_time()))
+        try:
+            with anyio.fail_after(within):
+                return await operation()
+        except SuspensionLimitReached:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(f"the suspension store failed: {type(exc).__name__}") from exc
+
+    def new_id(self) -> str:
+        """A fresh, unguessable suspension id."""
+        return f"susp-{secrets.token_hex(16)}"
+
+    async def seal(self, record: SuspensionRecord) -> StoredSuspension:
+        """The stored form of ``record``, sealed under the key (a large state is hashed off the event loop)."""
+        if len(record.state) > SEAL_ON_LOOP_BYTES:
+            return await anyio.to_thread.run_sync(self._seal, record)
+        return self._seal(record)
+
+    async def unseal(self, stored: StoredSuspension) -> SuspensionRecord | None:
+        """The record inside ``stored``, or ``None`` when its seal or its columns do not match it.
+
+        Checking the seal hashes the whole record: a large one is checked off the event loop.
+        """
+        if len(stored.record) > SEAL_ON_LOOP_BYTES:
+            return await anyio.to_thread.run_sync(self._unseal, stored)
+        return self._unseal(stored)
+
+    async def of_call(
+        self, session_id: str | None, tool_call_id: str, code: str
+    ) -> tuple[StoredSuspension, SuspensionRecord | None] | None:
+        """The newest suspension of this session's tool call whose record is ``code``'s, expired or not.
+
+        Its record is ``None`` when the seal fails (such a suspension is refused, never taken for
+        another program's). Raises :class:`StoreUnavailable` when the store fails.
+        """
+        found = await self.stored(lambda: self.store.find(session_id, tool_call_id))
+        for stored in found:
+            record = await self.unseal(stored)
+            if record is None or record.code == code:  # else: another program under the same tool call id
+                return stored, record
+        return None
+
+    async def waiting(self, session_id: str | None, tool_call_id: str, code: str) -> Suspension | None:
+        """The unexpired suspension this session's tool call of ``code`` waits in, if any (see :meth:`of_call`)."""
+        paused = await self.of_call(session_id, tool_call_id, code)
+        record = paused[1] if paused is not None else None
+        return record.suspension() if record is not None and record.expires_at > _records.now() else None
+
+    async def pending(self, suspension_id: object, session_id: str | None) -> Suspension | None:
+        """The unexpired suspension ``suspension_id`` of ``session_id``; ``None`` when there is none for
+        that session, or its record fails its seal."""
+        if not isinstance(suspension_id, str):
+            return None
+        stored = await self.stored(lambda: self.store.get(suspension_id))
+        record = await self.unseal(stored) if stored is not None else None
+        if record is None or record.session_id != session_id or record.expires_at <= _records.now():
+            return None
+        return record.suspension()
+
+    async def decide(self, suspension_id: str, approved: bool, session_id: str | None) -> bool:
+        """Record a person's decision on an undecided, unexpired suspension of ``session_id``; whether it was."""
+        if await self.pending(suspension_id, session_id) is None:
+            return False
+        sealed = self.seal_decision(suspension_id, approved)
+        return await self.stored(lambda: self.store.decide(suspension_id, sealed, now=_records.now()))
+
+    async def discard(self, suspension_id: str, session_id: str | None) -> bool:
+        """Drop an unexpired suspension of ``session_id`` unresumed; whether this call dropped it."""
+        if await self.pending(suspension_id, session_id) is None:
+            return False
+        return await self.stored(lambda: self.store.claim(suspension_id, now=_records.now())) is not None
+
+    async def purge_expired(self) -> int:
+        """Remove expired suspensions from the store; how many were removed."""
+        return await self.stored(lambda: self.store.purge_expired(now=_records.now()))
+
+    def seal_decision(self, suspension_id: str, approved: bool) -> bytes:
+        """A decision bound to one suspension."""
+        word = _DECISIONS[approved]
+        return word + self._mac(suspension_id.encode() + b":" + word)
+
+    def open_decision(self, suspension_id: str, sealed: bytes | None) -> bool | None:
+        """The decision sealed for ``suspension_id``; ``None`` when there is none or it is not one of ours."""
+        if sealed is None:
+            return None
+        for approved, word in _DECISIONS.items():
+            if sealed == word + self._mac(suspension_id.encode() + b":" + word):
+                return approved
+        return None
+
+    def _seal(self, record: SuspensionRecord) -> StoredSuspension:
+        header = {
+            "id": record.id,
+            "session_id": record.session_id,
+            "tool_call_id": record.tool_call_id,
+            "execution_id": record.execution_id,
+            "code": record.code,
+            "created_at": record.created_at,
+            "expires_at": record.expires_at,
+            "spent_ms": record.spent_ms,
+            "next_ordinal": record.next_ordinal,
+            "sources": dict(record.sources),
+            "modules": dict(record.modules),
+            "calls": [call.__dict__ for call in record.calls],
+            "logs": list(record.logs),
+            "resumed": record.resumed,
+        }
+        body = frame(_RECORD_MAGIC, header, record.state)
+        return StoredSuspension(
+            id=record.id,
+            session_id=record.session_id,
+            tool_call_id=record.tool_call_id,
+            expires_at=record.expires_at,
+            record=body + self._mac(body),
+        )
+
+    def _unseal(self, stored: StoredSuspension) -> SuspensionRecord | None:
+        blob = stored.record
+        body, mac = blob[:-_MAC_BYTES], blob[-_MAC_BYTES:]
+        if len(blob) <= _MAC_BYTES or not hmac.compare_digest(mac, self._mac(body)):
+            return None
+        try:
+            header, state = unframe(_RECORD_MAGIC, body)
+            record = SuspensionRecord(
+                id=header["id"],
+                session_id=header["session_id"],
+                tool_call_id=header["tool_call_id"],
+                execution_id=header["execution_id"],
+                code=header["code"],
+                created_at=header["created_at"],
+                expires_at=header["expires_at"],
+                spent_ms=header["spent_ms"],
+                next_ordinal=header["next_ordinal"],
+                sources=header["sources"],
+                modules=header["modules"],
+                calls=tuple(PausedCall(**call) for call in header["calls"]),
+                logs=tuple(str(line) for line in header["logs"]),
+                state=state,
+                resumed=header["resumed"] is True,
+            )
+        except (ValueError, TypeError, KeyError):
+            return None  # sealed by us yet unreadable: a record of another version
+        # The columns a store searches by must say what the sealed record says.
+        columns = (stored.id, stored.session_id, stored.tool_call_id, stored.expires_at)
+        if columns != (record.id, record.session_id, record.tool_call_id, record.expires_at) or not record.calls:
+            return None
+        return record
+
+    def _mac(self, data: bytes) -> bytes:
+        assert self.key is not None  # set in __post_init__
+        return hmac.new(self.key, data, hashlib.sha256).digest()
+
+
+def required(suspensions: Suspensions | None) -> Suspensions:
+    """``suspensions``, or the ``ValueError`` a host gets for asking a runtime that keeps none."""
+    if suspensions is None:
+        raise ValueError(NO_SUSPENSIONS)
+    return suspensions
