@@ -1,26 +1,7 @@
-"""The default sandbox: Monty, a Python-subset interpreter run in a pool of worker processes.
-
-Each execute checks a worker out of the pool for a fresh session, so nothing survives
-between runs. The guest sees every module alias as a top-level name and the same tree
-under ``env``; operation calls cross back to the host as async callbacks. Host files,
-network, environment and modules are out of reach; the only host directory a guest can
-ever see is the optional per-session workspace mounted at ``/workspace``.
-
-Limits: memory, recursion depth, operation calls, printed bytes, each sleep and their
-total are enforced by Monty; the run's wall-clock budget is enforced by the runtime
-(Monty's own clock does not count time spent in host calls or sleeping), which aborts
-the signal. An abort cancels the feed, which kills that worker at once; the pool
-replaces it. The worker is watched while a program runs, so one that dies ends the run
-within about 50 ms.
-
-What crosses is exactly JSON, checked as it crosses and bounded by the request's limits
-(see ``_CONVERSIONS`` for the texts Monty hands over in place of values it cannot
-convert). The guest's namespaces are built once per revision and shared by its runs.
-"""
+"""``MontySandbox``: its configuration, the run of one request from start to end, and the workspace mount."""
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import functools
@@ -30,7 +11,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
@@ -54,10 +35,10 @@ from pydantic_monty import (
     MountDir,
 )
 
-from ..access import DecisionDeferred
-from ..bindings import BindingCallback
-from ..errors import InvalidInput, OperationFailed, ToolError
-from ..failures import (
+from ...access import DecisionDeferred
+from ...bindings import BindingCallback
+from ...errors import InvalidInput, OperationFailed, ToolError
+from ...failures import (
     BadResponse,
     DeadlineExceeded,
     GuestException,
@@ -67,13 +48,14 @@ from ..failures import (
     SyntaxFailure,
     TransportLost,
 )
-from ..signals import AbortError, AbortSignal
-from ..text import clip
-from ..values import MAX_JSON_DEPTH, JsonTooLarge, JsonValue, NotJson, json_size
-from . import UNENFORCED_LIMIT_NOTICES, PendingCalls, SandboxRequest, Suspended, UnenforcedLimit, Unrestorable
-from .guest import Leaf, NamespaceTree, guest_input, namespace_tree, positional_name
-
-__all__ = ["MontySandbox", "WorkspaceResolver"]
+from ...signals import AbortSignal
+from ...text import clip
+from ...values import MAX_JSON_DEPTH, JsonTooLarge, JsonValue, NotJson, json_size
+from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, SandboxRequest, Suspended, UnenforcedLimit, Unrestorable
+from ..guest import Leaf, NamespaceTree, guest_input, namespace_tree, positional_name
+from ._conversions import _UNAWAITED_REASON, _conversion
+from ._output import _PrintBuffer
+from ._watch import _until_stopped, _Worker, _WorkerLost
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -379,196 +361,6 @@ class MontySandbox:
         )
 
 
-class _WorkerLost(Exception):
-    """The worker process running the program exited."""
-
-
-class _Worker:
-    """The worker process of one session, watched while a feed runs so its death stops the feed."""
-
-    def __init__(self, session: Any) -> None:
-        self._session = session
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._scope: anyio.CancelScope | None = None
-        self._stop_watching: Callable[[], None] | None = None
-        self._grace: asyncio.TimerHandle | None = None
-        self.lost = False
-
-    def watch(self, scope: anyio.CancelScope) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._scope = scope
-        self._start()
-
-    def seen(self) -> None:
-        """Called at every host call, from Monty's own thread: a pool may start the worker only
-        once the feed is sent, and by the first call it surely exists."""
-        if self._stop_watching is None and self._loop is not None:
-            self._loop.call_soon_threadsafe(self._start)
-
-    def _start(self) -> None:
-        if self._stop_watching is not None or self._scope is None or self._loop is None:
-            return
-        pid = self._session.worker_pid
-        if pid is not None:
-            self._stop_watching = _on_exit(pid, self._exited)
-        else:  # not started yet: look again shortly, also for a program that makes no call
-            self._loop.call_later(_WORKER_LOOKUP_SECS, self._start)
-
-    def _exited(self) -> None:
-        # Monty ends a worker itself for some limits (memory) and then reports the run's own
-        # error: give it a moment to, and stop the feed only if it does not.
-        if self._loop is not None:
-            self._grace = self._loop.call_later(_WORKER_EXIT_GRACE_SECS, self._lost)
-
-    def _lost(self) -> None:
-        if self._scope is not None:
-            self.lost = True
-            self._scope.cancel()
-
-    def unwatch(self) -> None:
-        if self._stop_watching is not None:
-            self._stop_watching()
-        if self._grace is not None:
-            self._grace.cancel()
-        self._stop_watching = None
-        self._grace = None
-        self._scope = None
-
-
-async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker: _Worker | None = None) -> object:
-    """Await ``work``; stop it at once when ``signal`` aborts or the ``worker`` process exits.
-
-    Raises :class:`AbortError` for an abort and :class:`_WorkerLost` for a worker that died:
-    Monty itself notices a dead worker only when the host call it waits on returns.
-    Cancelling a feed kills its worker; the pool replaces it.
-    """
-    with anyio.CancelScope() as scope:
-        stop_watching = signal.add_listener(lambda _: scope.cancel())
-        if worker is not None:
-            worker.watch(scope)
-        try:
-            return await work
-        finally:
-            stop_watching()
-            if worker is not None:
-                worker.unwatch()
-    if worker is not None and worker.lost:
-        raise _WorkerLost
-    raise AbortError(signal.reason)
-
-
-def _on_exit(pid: int | None, callback: Callable[[], None]) -> Callable[[], None]:
-    """Call ``callback`` on the event loop as soon as process ``pid`` exits; returns a stop function.
-
-    Uses a pidfd (Linux 5.3+), which wakes the loop the moment the process ends and costs
-    nothing meanwhile; elsewhere nothing is watched and a dead worker is noticed by Monty.
-    """
-    if pid is None or not hasattr(os, "pidfd_open"):
-        return _nothing
-    loop = asyncio.get_running_loop()
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:  # already gone
-        handle = loop.call_soon(callback)
-        return handle.cancel
-    except OSError:  # not ours to watch: Monty notices on its own
-        return _nothing
-
-    def exited() -> None:
-        loop.remove_reader(fd)
-        callback()
-
-    loop.add_reader(fd, exited)
-
-    def stop() -> None:
-        loop.remove_reader(fd)
-        os.close(fd)
-
-    return stop
-
-
-def _nothing() -> None:
-    return None
-
-
-class _PrintBuffer:
-    """Collects printed text up to a byte limit and says plainly when it dropped the rest."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._parts: list[str] = []
-        self._size = 0
-        self._dropped = 0
-        self._notes: list[str] = []
-
-    def write(self, stream: str, text: str) -> None:
-        room = self._limit - self._size
-        # `room` characters encode to at least `room` bytes: only they can fit, and only they
-        # are encoded, so a huge print costs no more than the limit. What is cut is counted
-        # in characters, a lower bound of its bytes.
-        kept = text[: max(room, 0)]
-        self._dropped += len(text) - len(kept)
-        data = kept.encode("utf-8", "surrogatepass")
-        if len(data) > room:
-            self._dropped += len(data) - room
-            # Monty hands over output in batches: keep what fits, cut at a character boundary.
-            data = data[:room]
-        self._parts.append(data.decode("utf-8", "ignore"))
-        self._size += len(data)
-
-    def note(self, text: str) -> None:
-        """Add a line from the sandbox itself (not the program's output) after the output."""
-        self._notes.append(f"[{text}]")
-
-    def hint_if_no_result(self, code: str) -> None:
-        """Say why a program that ends in a statement returned nothing."""
-        if _ends_without_value(code):
-            self.note(
-                "the program returned null: its last statement is not an expression or a return; "
-                "end it with `return <value>` to send a result back"
-            )
-
-    def lines(self) -> Iterator[str]:
-        """The output by lines, control characters (terminal escapes) shown escaped, then the notes."""
-        for line in "".join(self._parts).splitlines():
-            yield _CONTROL.sub(_escaped, line)
-        if self._dropped:
-            yield f"[at least {self._dropped} more bytes of output dropped: the limit is {self._limit} bytes]"
-        yield from self._notes
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    return f"\\x{ord(match.group()):02x}"
-
-
-_HINT_TAIL_CHARS = 4_096
-_HINT_TRIES = 16
-
-
-def _ends_without_value(code: str) -> bool:
-    """Whether the program's last top-level statement is neither an expression nor a return.
-
-    Only the program's tail is parsed: this runs on the event loop after every run that
-    returned null, and parsing a whole program of tens of thousands of statements would
-    hold the loop for a second. The tail is parsed from each line that starts at column 0,
-    the latest first, until one parses; a statement longer than the tail gets no hint.
-    """
-    tail = code[-_HINT_TAIL_CHARS:].splitlines()
-    starts = [i for i, line in enumerate(tail) if line[:1] not in ("", " ", "\t", "#", ")", "]", "}")]
-    for start in reversed(starts[-_HINT_TRIES:]):
-        if start == 0 and len(code) > _HINT_TAIL_CHARS:
-            break  # the tail's first line may be the end of a longer one
-        try:
-            body = ast.parse("\n".join(tail[start:])).body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        return bool(body) and not isinstance(body[-1], ast.Expr | ast.Return)
-    return False
-
-
 class _Call:
     """One operation call a guest placed, owned until it settles.
 
@@ -700,8 +492,6 @@ def _close(pending: Awaitable[JsonValue]) -> None:
 
 _RUN: ContextVar[_RunSlot] = ContextVar("mycelium_monty_run")
 _KEPT_REVISIONS = 32
-_WORKER_LOOKUP_SECS = 0.005
-_WORKER_EXIT_GRACE_SECS = 0.05
 _CANCEL_BATCH = 100
 
 
@@ -1215,40 +1005,6 @@ _MONTY_LIMITATION = "Internal error in monty: "
 def _paths(calls: list[_Call]) -> str:
     paths = sorted({call.path for call in calls})
     return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-
-
-# What Monty (pydantic-monty 1.4.0, pinned) puts in place of a value it cannot hand to the host:
-# the value arrives as this text. Read as text it would be silently wrong data, so a string
-# that is exactly one of these is refused, in operation input and in results alike. (A class or
-# one of the sandbox's modules arrives as "<class 'C'>" or "<module 'os'>", which is also what
-# str() makes of it: harmless, so it passes.)
-_UNAWAITED_REASON = "is an operation call that was never awaited"
-_CONVERSIONS = (
-    (re.compile(r"<coroutine external_future\(\d+\)>"), f"{_UNAWAITED_REASON}: write `await` before the call"),
-    (re.compile(r"\[\.\.\.\]|\{\.\.\.\}|\(\.\.\.\)"), "contains itself (a cycle)"),
-    (re.compile(r"<gather\(\d+\)>"), f"{_UNAWAITED_REASON}: write `await` before asyncio.gather(...)"),
-    (re.compile(r"<coroutine object [^<>\n]*>"), "is a coroutine never awaited: write `await` before the call"),
-    (re.compile(r"<deeply nested>"), f"is nested deeper than {MAX_JSON_DEPTH} levels"),
-    (
-        re.compile(r"<function ('[^'\n]*'|[\w.<>]+) at 0x[0-9a-f]+>|<bound method[^<>\n]*>"),
-        "is a function, not a JSON value",
-    ),
-    (re.compile(r"<re\.Match object; [^\n]*>|<std(in|out|err)>"), "is an object, not a JSON value"),
-    (re.compile(r"<[a-z_]+ object>"), "is an iterator, not a JSON value: make a list of it with list(...)"),
-    (re.compile(r"(range|slice)\(-?\d+(, (-?\d+|None))*\)"), "is a range or slice, not a JSON value: use list(...)"),
-    (re.compile(r"dict_(keys|values|items)\(\[.*\]\)", re.DOTALL), "is a dict view, not a JSON value: use list(...)"),
-)
-_CONVERSION_STARTS = frozenset("<[{(rsd")
-
-
-def _conversion(text: str) -> str | None:
-    """Why ``text`` is refused: it is what Monty made of a value that is not JSON."""
-    if not text or text[0] not in _CONVERSION_STARTS:
-        return None
-    for pattern, reason in _CONVERSIONS:
-        if pattern.fullmatch(text):
-            return reason
-    return None
 
 
 # What would let code past the type checker unseen. Matched in the whole text, strings too:
