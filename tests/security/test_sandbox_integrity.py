@@ -15,7 +15,7 @@ import pytest
 from mycelium import Module, Runtime
 from mycelium.failures import GuestException, SyntaxFailure, TransportLost
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.sandbox.monty._sandbox import _GuestRun
+from mycelium.sandbox.monty._calls import _GuestRun
 from mycelium.sandbox.monty._watch import _Worker
 
 from .conftest import QUICK_BOUND_S, Host, assert_guest_exception, child_pids, loop_gaps

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import inspect
 import json
 import os
 import re
-import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Self, TypeAlias
@@ -23,37 +18,27 @@ from pydantic_monty import (
     AsyncFunctionSnapshot,
     AsyncFutureSnapshot,
     AsyncMonty,
-    ExternalModule,
-    Frame,
     MontyComplete,
-    MontyConversionError,
-    MontyCrashedError,
     MontyError,
-    MontyRuntimeError,
     MontySyntaxError,
     MontyTypingError,
     MountDir,
 )
 
 from ...access import DecisionDeferred
-from ...bindings import BindingCallback
-from ...errors import InvalidInput, OperationFailed, ToolError
+from ...errors import OperationFailed
 from ...failures import (
     BadResponse,
-    DeadlineExceeded,
-    GuestException,
-    InvalidResult,
-    ResultTooLarge,
     SandboxError,
     SyntaxFailure,
     TransportLost,
 )
 from ...signals import AbortSignal
-from ...text import clip
-from ...values import MAX_JSON_DEPTH, JsonTooLarge, JsonValue, NotJson, json_size
+from ...values import MAX_JSON_DEPTH, JsonValue
 from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, SandboxRequest, Suspended, UnenforcedLimit, Unrestorable
-from ..guest import Leaf, NamespaceTree, guest_input, namespace_tree, positional_name
-from ._conversions import _UNAWAITED_REASON, _conversion
+from ._calls import _Call, _GuestRun
+from ._errors import _clip, _failure_for
+from ._namespaces import _RUN, _guest_line, _GuestModules, _RunSlot
 from ._output import _PrintBuffer
 from ._watch import _until_stopped, _Worker, _WorkerLost
 
@@ -68,8 +53,6 @@ WORKSPACE_PATH = "/workspace"
 _SUSPENSION_SLACK = 1_000
 # Monty's own feed clock is a backstop: the runtime's wall deadline should fire first.
 _FEED_LIMIT_SLACK_SECS = 0.5
-_IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MAX_TEXT = 2_000
 # Closing the pool and letting the loop end at once can abort the interpreter (exit code
 # 134, a library thread calling into Python during shutdown); a short pause avoids it.
 _CLOSE_PAUSE_SECS = 0.05
@@ -286,7 +269,7 @@ class MontySandbox:
                         stepper.note_undecided(printed)
                     completed = True
                 except MontyError as exc:
-                    failure = run.failure_for(exc)
+                    failure = _failure_for(exc, run, request.timeout_ms)
                 except _WorkerLost:
                     failure = SandboxError(TransportLost())
                 except SandboxError as exc:  # the value is not one to return: calls left running stop
@@ -361,371 +344,7 @@ class MontySandbox:
         )
 
 
-class _Call:
-    """One operation call a guest placed, owned until it settles.
-
-    ``pending`` is the host's awaitable for the call. The coroutine handed to Monty wraps it;
-    whoever ends up driving the call (Monty, or :meth:`finish` for a call nobody awaited)
-    awaits it exactly once, and a call never started is closed, never left unawaited.
-    """
-
-    __slots__ = ("_unsettled", "_waiter", "coroutine", "failure", "path", "pending", "settled", "task")
-
-    def __init__(self, path: str, pending: Awaitable[JsonValue], unsettled: _Unsettled) -> None:
-        self.path = path
-        self.pending = pending
-        self._unsettled = unsettled
-        self.task: asyncio.Task[Any] | None = None
-        self.settled = False
-        self._waiter: anyio.Event | None = None  # made only for a call the run left behind
-        self.failure: OperationFailed | None = None
-        self.coroutine = self._run()
-
-    async def _run(self) -> JsonValue:
-        self.task = asyncio.current_task()
-        try:
-            return await self.pending
-        except InvalidInput as exc:
-            raise ValueError(str(exc)) from None
-        except ToolError as exc:
-            raise RuntimeError(str(exc)) from None
-        except OperationFailed as exc:
-            self.failure = exc
-            raise RuntimeError(str(exc)) from None
-        finally:
-            self._settle()
-
-    def _settle(self) -> None:
-        if not self.settled:
-            self._unsettled.leave()
-        self.settled = True
-        if self._waiter is not None:
-            self._waiter.set()
-
-    def start(self) -> asyncio.Task[Any]:
-        """Drive the call in a task of its own (a stepped run does; Monty drives a fed run's calls)."""
-        task = self.task = asyncio.get_running_loop().create_task(self.coroutine)
-        task.add_done_callback(self._ended)
-        return task
-
-    def _ended(self, task: asyncio.Task[Any]) -> None:
-        # The run reads the outcome when the program waits for it, or never (a run stopped
-        # meanwhile): it is read here too, so it is never reported as unretrieved.
-        if not task.cancelled():
-            task.exception()
-        # A task cancelled before its first step never ran the call: close what it wraps, and settle.
-        if not self.settled:
-            _close(self.pending)
-            self._settle()
-
-    async def finish(self) -> None:
-        """Let a call the program never awaited run to its end (its outcome is not shown)."""
-        if self.settled:
-            return
-        if self.task is None:
-            # Nobody started it: drive it here, so a placed write is never silently dropped.
-            with contextlib.suppress(Exception):
-                await self.coroutine
-            return
-        await self._settled()
-
-    def cancel(self) -> None:
-        """Cancel the call if it is still running (see :meth:`wait`)."""
-        if self.settled:
-            return
-        if self.task is None:
-            self.coroutine.close()  # never started: close what it wraps too, so nothing is left unawaited
-            _close(self.pending)
-            self._settle()
-            return
-        self.task.cancel()
-
-    async def wait(self) -> None:
-        """Return once a cancelled call has settled."""
-        await self._settled()
-
-    async def _settled(self) -> None:
-        if not self.settled:
-            if self._waiter is None:
-                self._waiter = anyio.Event()
-            await self._waiter.wait()
-
-
-class _Unsettled:
-    """How many of a run's calls have not settled. Calls are placed on Monty's thread and settle
-    on the event loop, so the count is kept under a lock."""
-
-    __slots__ = ("_count", "_limit", "_lock")
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._count = 0
-        self._lock = threading.Lock()
-
-    def enter(self) -> bool:
-        """Count one more, unless the limit is reached."""
-        with self._lock:
-            if self._count >= self._limit:
-                return False
-            self._count += 1
-            return True
-
-    def leave(self) -> None:
-        with self._lock:
-            self._count -= 1
-
-
-class _RunSlot:
-    """Where a run's callbacks find it; emptied when the run ends."""
-
-    __slots__ = ("run",)
-
-    def __init__(self, run: _GuestRun) -> None:
-        self.run: _GuestRun | None = run
-
-
-def _close(pending: Awaitable[JsonValue]) -> None:
-    """Close a call's awaitable that will never be awaited (no "never awaited" warning)."""
-    if inspect.iscoroutine(pending):
-        pending.close()
-
-
-_RUN: ContextVar[_RunSlot] = ContextVar("mycelium_monty_run")
 _KEPT_REVISIONS = 32
-_CANCEL_BATCH = 100
-
-
-class _GuestModules:
-    """The guest's namespaces for one revision, as Monty modules. Built once per revision.
-
-    Their leaves are plain functions of the operation's place in the request's bindings,
-    so nothing here refers to a run: a run's calls reach their run through ``_RUN``. (A
-    module that referred to its run would form a reference cycle the collector cannot
-    see, because Monty's modules are not tracked by it, and leak every run.)
-    """
-
-    def __init__(self, request: SandboxRequest, *, with_stubs: bool) -> None:
-        self._keys = (request.namespace_paths, request.modules, request.stubs)
-        self._stubs = request.stubs if with_stubs else None
-        self.namespaces: list[str] = []  # every namespace's dotted path, for the type checker's imports
-        self.leaves: dict[str, Leaf] = {}  # every name a call may be announced under, when driven step by step
-        top = {name: self._module(node, name) for name, node in namespace_tree(request).items()}
-        self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top), stubs=self._stub(""))}
-
-    def serves(self, request: SandboxRequest) -> bool:
-        """Whether these modules were built for ``request``'s revision (the same objects, not equal ones)."""
-        mine = self._keys
-        return mine[0] is request.namespace_paths and mine[1] is request.modules and mine[2] is request.stubs
-
-    def program(self, code: str) -> str:
-        """The code as fed to Monty: one line binding the namespaces, then the guest's own lines.
-
-        Only the namespaces the code names are bound (each import costs a trip to the host);
-        the line is there either way, so guest line N is always line N + 1.
-        """
-        named = sorted(self.modules.keys() & set(_IDENTIFIERS.findall(code)))
-        return (f"import {', '.join(named)}" if named else "") + "\n" + code
-
-    def checked_program(self, code: str) -> str:
-        """The code as the type checker sees it: one line importing every namespace, then the
-        program unchanged, so guest line N is line N + 1, as when it runs. (Re-indenting it
-        into a function would change multi-line strings and what a form feed means.)"""
-        imports = ", ".join(["forage", *(path for name in self.namespaces for path in (name, f"env.{name}"))])
-        return f"import {imports}\n{code}"
-
-    def _module(self, node: NamespaceTree | Leaf, path: str) -> ExternalModule:
-        if not isinstance(node, dict):
-            raise ValueError(f"{path} is an operation where a namespace was expected")
-        attrs: dict[str, Any] = {}
-        for segment, child in node.items():
-            if isinstance(child, Leaf):
-                # A plain function returning an awaitable: the call (and its ordinal) is placed
-                # the moment the guest makes it, before anything is awaited.
-                attrs[segment] = functools.partial(_place, child)
-                self.leaves[child.path] = self.leaves[f"env.{child.path}"] = child
-            else:
-                attrs[segment] = self._module(child, f"{path}.{segment}")
-        if path != "forage":
-            self.namespaces.append(path)
-        return ExternalModule(attrs, stubs=self._stub(path))
-
-    def _stub(self, path: str) -> str | None:
-        if self._stubs is None:
-            return None
-        return self._stubs.get(path, "")
-
-
-def _place(leaf: Leaf, *args: object, **kwargs: object) -> Awaitable[JsonValue]:
-    run = _RUN.get().run
-    if run is None:
-        raise RuntimeError("the run is over")
-    return run.call(leaf, args, kwargs)
-
-
-class _GuestRun:
-    """The host side of one run: every call it places, and what it may send and return."""
-
-    def __init__(self, request: SandboxRequest, max_calls: int, max_in_flight: int) -> None:
-        self._bindings = request.bindings
-        self._callbacks: dict[Leaf, BindingCallback] = {}
-        self._max_calls = max_calls
-        self._unsettled = _Unsettled(max_in_flight)
-        self._max_in_flight = max_in_flight
-        self._max_input = request.max_input_bytes
-        self._timeout_ms = request.timeout_ms
-        self.calls: list[_Call] = []
-        # What a paused run's earlier parts did: their calls count towards the limit, and a
-        # host failure they settled is still reported as one.
-        self.earlier_calls = 0
-        self.earlier_failures: list[OperationFailed] = []
-        self.worker: _Worker | None = None
-        # Monty places calls from a thread of its own, so placing and closing take turns.
-        self._placing = threading.Lock()
-        self._closed = False
-
-    def call(self, leaf: Leaf, args: tuple[object, ...], kwargs: Mapping[str, object]) -> Awaitable[JsonValue]:
-        """Place one call of ``leaf``; refusals before placing raise in the guest at the call."""
-        return self.place(leaf, args, kwargs).coroutine
-
-    def place(self, leaf: Leaf, args: tuple[object, ...], kwargs: Mapping[str, object]) -> _Call:
-        """Place one call of ``leaf`` and own it; raise what the guest gets for a call refused before placing."""
-        if len(self.calls) + self.earlier_calls >= self._max_calls:
-            raise RuntimeError(f"this run made more than {self._max_calls} operation calls")
-        if self.worker is not None:
-            self.worker.seen()
-        callback = self._callbacks.get(leaf)
-        if callback is None:
-            callback = self._callbacks[leaf] = self._bindings[leaf.transport][leaf.relative]
-        if not self._unsettled.enter():
-            raise RuntimeError(
-                f"this run has {self._max_in_flight} operation calls still running; await some before starting more"
-            )
-        try:
-            value = guest_input(
-                leaf.path, args, kwargs, positional_name(callback), max_bytes=self._max_input, strings=_conversion
-            )
-            pending = callback(value)
-        except BaseException as exc:
-            self._unsettled.leave()  # refused before it was placed (not JSON, too large, ...)
-            if isinstance(exc, InvalidInput):
-                raise ValueError(str(exc)) from None
-            raise
-        return self.track(leaf.path, pending, entered=True)
-
-    def track(self, path: str, pending: Awaitable[JsonValue], *, entered: bool = False) -> _Call:
-        """Own ``pending``, a call of ``path`` already placed with its binding."""
-        if not entered:
-            self._unsettled.enter()  # a resumed run's paused call: over the limit for a moment at most
-        tracked = _Call(path, pending, self._unsettled)
-        with self._placing:
-            if self._closed:  # the run ended while this call was on its way: it never starts
-                tracked.cancel()
-                raise RuntimeError("the run is over")
-            self.calls.append(tracked)
-        return tracked
-
-    async def finish_started(self, printed: _PrintBuffer) -> None:
-        """Let the calls the program placed but never awaited finish, and say so in the output.
-
-        A call is placed when it is made: a write the program forgot to await still happens,
-        and the run settles only after it has.
-        """
-        left = [call for call in self.calls if not call.settled]
-        for call in left:
-            await call.finish()
-        if left:
-            printed.note(
-                f"{_paths(left)}: called without `await`; the run waited for "
-                f"{'it' if len(left) == 1 else 'them'} to finish, but the result was not used"
-            )
-
-    async def stop_unsettled(self, printed: _PrintBuffer) -> None:
-        """Stop every call still running once the run is over (it failed or was stopped), and say
-        which in the output; a call placed after this is refused."""
-        with self._placing:
-            self._closed = True
-        running = [call for call in self.calls if not call.settled and call.task is not None]
-        if running:
-            printed.note(
-                f"{_paths(running)}: still running when the run ended, and stopped; it may or may not have taken effect"
-            )
-        # In batches, with a trip round the loop between them: thousands of calls cancelled at
-        # once would all unwind in one loop turn and stall the host.
-        for start in range(0, len(self.calls), _CANCEL_BATCH):
-            batch = self.calls[start : start + _CANCEL_BATCH]
-            for call in batch:
-                call.cancel()
-            for call in batch:
-                await call.wait()
-            await asyncio.sleep(0)
-
-    def result(self, value: object, limit: int | None) -> JsonValue:
-        """The program's value, if it is JSON within ``limit``; else the failure that keeps it out."""
-        try:
-            json_size(value, limit=limit, strings=_conversion)
-        except JsonTooLarge as exc:
-            raise SandboxError(ResultTooLarge(size=exc.size, limit=exc.limit)) from None
-        except NotJson as exc:
-            if _UNAWAITED_REASON in str(exc):
-                raise SandboxError(
-                    GuestException(
-                        type_name="TypeError",
-                        message=f"the result holds an operation call that was never awaited ({self._called()}); "
-                        "write `await` before every operation call",
-                    )
-                ) from None
-            raise SandboxError(InvalidResult(reason=str(exc))) from None
-        return value  # type: ignore[return-value]  # json_size proved it is JSON
-
-    def host_failures(self) -> list[OperationFailed]:
-        """Every host failure a call of this run settled with, its earlier parts' included."""
-        return [call.failure for call in self.calls if call.failure is not None] + self.earlier_failures
-
-    def _called(self) -> str:
-        # Monty numbers its futures among all suspensions (imports, sleeps), so the
-        # placeholder cannot say which call it was: name the operations this run called.
-        return f"called: {_paths(self.calls)}" if self.calls else "no operation was called"
-
-    def failure_for(self, exc: MontyError) -> Exception:
-        """The exception that reports a Monty error: a typed failure, or the host's own failure."""
-        if isinstance(exc, MontySyntaxError):
-            frames = exc.traceback()
-            if frames and frames[-1].function_name is not None:
-                # Raised by exec() or eval() while the program ran: not "nothing ran".
-                return SandboxError(
-                    GuestException(
-                        type_name="SyntaxError", message=_clip(str(exc.exception())), traceback=_guest_traceback(frames)
-                    )
-                )
-            line = _guest_line(frames[0].line) if frames else None
-            column = frames[0].column if frames else None
-            return SandboxError(SyntaxFailure(message=_clip(str(exc.exception())), line=line, column=column))
-        if isinstance(exc, MontyCrashedError):
-            if exc.timed_out:
-                return SandboxError(DeadlineExceeded(timeout_ms=self._timeout_ms, acknowledged=True))
-            return SandboxError(TransportLost())
-        if isinstance(exc, MontyConversionError):
-            return SandboxError(InvalidResult(reason=f"the value cannot leave the sandbox: {_clip(str(exc))}"))
-        if isinstance(exc, MontyRuntimeError):
-            inner = exc.exception()
-            # Clipped before anything reads it: a guest's message may be megabytes long.
-            message = _clip(str(inner))
-            type_name = type(inner).__name__
-            for failure in self.host_failures():
-                # Our own message, unique by its reference, came back out: nobody handled it.
-                if type(inner) is RuntimeError and message == str(failure):
-                    return failure
-            if type(inner) is RuntimeError and message.startswith(_MONTY_LIMITATION):
-                # Not a fault of the host: something the sandbox's Python does not support.
-                type_name = "NotImplementedError"
-                message = f"the sandbox does not support this: {message.removeprefix(_MONTY_LIMITATION)}"
-            elif "'coroutine'" in message:
-                # The guest used a call's coroutine as if it were its result.
-                message = f"{message} (an operation call was not awaited; {self._called()})"
-            return SandboxError(
-                GuestException(type_name=type_name, message=_clip(message), traceback=_guest_traceback(exc.traceback()))
-            )
-        return SandboxError(TransportLost())
 
 
 class _Paused(NamedTuple):
@@ -998,15 +617,6 @@ def _settled_form(outcome: object) -> _Outcome:
     raise ValueError("an outcome is malformed")
 
 
-# Monty reports some things its Python does not support (`raise ValueError(42)`) under this prefix.
-_MONTY_LIMITATION = "Internal error in monty: "
-
-
-def _paths(calls: list[_Call]) -> str:
-    paths = sorted({call.path for call in calls})
-    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-
-
 # What would let code past the type checker unseen. Matched in the whole text, strings too:
 # refusing a string that happens to read "type: ignore" is the price of a check that cannot be fooled.
 _UNCHECKABLE = re.compile(
@@ -1045,22 +655,3 @@ def _type_failure(diagnostics: str) -> SyntaxFailure | None:
     if row <= 1:  # in the import line: nothing the guest wrote
         return SyntaxFailure(message=_clip(text), type_check=True)
     return SyntaxFailure(message=_clip(text), line=_guest_line(row), column=column, type_check=True)
-
-
-def _guest_line(line: int) -> int:
-    return max(1, line - 1)  # the prelude is line 1
-
-
-def _guest_traceback(frames: list[Frame]) -> str:
-    """The guest's frames as a traceback, in the guest's own line numbers."""
-    lines = []
-    for frame in frames[-20:]:
-        where = f"line {_guest_line(frame.line)}" + (f", in {frame.function_name}" if frame.function_name else "")
-        lines.append(f"  {where}: {(frame.source_line or '').strip()}")
-    if len(frames) > 20:
-        lines.insert(0, f"  ... {len(frames) - 20} earlier frames")
-    return _clip("\n".join(lines))
-
-
-def _clip(text: str) -> str:
-    return clip(text, _MAX_TEXT)
