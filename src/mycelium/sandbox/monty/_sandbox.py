@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -10,36 +9,32 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple, Self, TypeAlias
+from typing import Any, Self
 
 import anyio
 import pydantic_monty
 from pydantic_monty import (
-    AsyncFunctionSnapshot,
-    AsyncFutureSnapshot,
     AsyncMonty,
-    MontyComplete,
     MontyError,
     MontySyntaxError,
     MontyTypingError,
     MountDir,
 )
 
-from ...access import DecisionDeferred
-from ...errors import OperationFailed
 from ...failures import (
-    BadResponse,
     SandboxError,
     SyntaxFailure,
     TransportLost,
 )
 from ...signals import AbortSignal
 from ...values import MAX_JSON_DEPTH, JsonValue
-from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, SandboxRequest, Suspended, UnenforcedLimit, Unrestorable
-from ._calls import _Call, _GuestRun
+from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, SandboxRequest, UnenforcedLimit, Unrestorable
+from ._calls import _GuestRun
 from ._errors import _clip, _failure_for
 from ._namespaces import _RUN, _guest_line, _GuestModules, _RunSlot
 from ._output import _PrintBuffer
+from ._paused import _Paused
+from ._stepping import _Restore, _Stepper
 from ._watch import _until_stopped, _Worker, _WorkerLost
 
 KIB = 1024
@@ -213,15 +208,15 @@ class MontySandbox:
         paused = _Paused.unpack(state)
         if set(pending) != set(paused.deferred):
             raise Unrestorable("the calls to resume are not the calls the run paused at")
-        return await self._run(request, signal, _Resumption(paused, pending))
+        return await self._run(request, signal, _Restore(paused, pending))
 
-    async def _run(self, request: SandboxRequest, signal: AbortSignal, resumption: _Resumption | None) -> JsonValue:
+    async def _run(self, request: SandboxRequest, signal: AbortSignal, restore: _Restore | None) -> JsonValue:
         signal.throw_if_aborted()
         pool = await self._ensure_pool()
         # Without stubs nothing can be checked (every operation would look unknown); a resumed
         # program was checked before it first ran.
-        type_check = self._type_check and bool(request.stubs) and resumption is None
-        stepped = request.suspendable or resumption is not None
+        type_check = self._type_check and bool(request.stubs) and restore is None
+        stepped = request.suspendable or restore is not None
         guest = self._guest_modules(request, type_check)
         run = _GuestRun(request, self._max_calls, self._max_in_flight)
         stepper = _Stepper(run, guest, self._sleep_max, self._total_sleep) if stepped else None
@@ -257,7 +252,7 @@ class MontySandbox:
                     if type_check:
                         await self._check_types(session, guest, request.code, signal)
                     if stepper is not None:
-                        feed = stepper.drive(session, guest.program(request.code), printed, mount, resumption)
+                        feed = stepper.drive(session, guest.program(request.code), printed, mount, restore)
                     else:
                         feed = session.feed_run(
                             guest.program(request.code), print_callback=printed.write, mount=mount, skip_type_check=True
@@ -345,276 +340,6 @@ class MontySandbox:
 
 
 _KEPT_REVISIONS = 32
-
-
-class _Paused(NamedTuple):
-    """A paused run as :class:`~mycelium.sandbox.Suspended` carries it, and its byte form.
-
-    ``ready`` holds the outcomes of calls that settled while the run was pausing, not yet
-    handed to the program; ``deferred`` names the calls awaiting a decision (call id ->
-    path), the first of them the one the run paused at.
-    """
-
-    snapshot: bytes
-    ready: dict[int, _Outcome]
-    deferred: dict[int, str]
-    slept: float
-    """Seconds the program has slept so far: its sleep budget is the whole run's."""
-    calls_made: int
-    """Operation calls placed so far, the deferred ones included: the limit is the whole run's."""
-    failures: list[OperationFailed]
-    """The host failures calls settled with so far, to report one the program leaves unhandled."""
-
-    def pack(self) -> bytes:
-        header = json.dumps(
-            {
-                "v": _STATE_VERSION,
-                "ready": list(self.ready.items()),
-                "deferred": list(self.deferred.items()),
-                "slept": self.slept,
-                "calls_made": self.calls_made,
-                "failures": [[f.module, f.operation, f.path, f.reference] for f in self.failures],
-            },
-            separators=(",", ":"),
-            allow_nan=False,
-        ).encode()
-        return _STATE_MAGIC + len(header).to_bytes(4, "big") + header + self.snapshot
-
-    @classmethod
-    def unpack(cls, state: bytes) -> _Paused:
-        """Read the byte form back; raise :class:`Unrestorable` for anything else."""
-        try:
-            if not state.startswith(_STATE_MAGIC):
-                raise ValueError("not a paused Monty run")
-            start = len(_STATE_MAGIC) + 4
-            end = start + int.from_bytes(state[len(_STATE_MAGIC) : start], "big")
-            header = json.loads(state[start:end])
-            if header["v"] != _STATE_VERSION:
-                raise ValueError(f"state version {header['v']!r}")
-            ready = {int(call_id): _settled_form(outcome) for call_id, outcome in header["ready"]}
-            deferred = {int(call_id): str(path) for call_id, path in header["deferred"]}
-            slept = float(header["slept"])
-            calls_made = int(header["calls_made"])
-            failures = [
-                OperationFailed(module=module, operation=operation, path=path, reference=reference)
-                for module, operation, path, reference in header["failures"]
-            ]
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
-            raise Unrestorable(f"the paused run's state cannot be read: {exc}") from None
-        if not deferred or len(state) <= end:
-            raise Unrestorable("the paused run's state is incomplete")
-        return cls(state[end:], ready, deferred, slept, calls_made, failures)
-
-
-class _Resumption(NamedTuple):
-    paused: _Paused
-    pending: PendingCalls
-
-
-class _Stepper:
-    """Drives a run one Monty step at a time, so it can pause at a call awaiting a decision.
-
-    Each call the program makes is placed like any other (:meth:`_GuestRun.place`) and
-    handed to Monty as a future; its outcome is delivered when the program waits for it.
-    Sleeps, which Monty leaves to whoever drives it, are capped and counted as a fed run's
-    are. Once a call's decision is deferred, the run goes on only as far as the calls
-    already placed take it: at the program's next new call, or when nothing is left to
-    wait for but deferred calls, everything still running settles and the run is captured.
-    """
-
-    def __init__(self, run: _GuestRun, guest: _GuestModules, sleep_max: float, total_sleep: float) -> None:
-        self._run = run
-        self._guest = guest
-        self._running: dict[int, asyncio.Task[Any]] = {}  # calls and sleeps, by Monty's call id
-        self._paths: dict[int, str] = {}  # the operation path of each call
-        self._ready: dict[int, _Outcome] = {}
-        self._deferred: dict[int, DecisionDeferred] = {}
-        self._sleep_max = sleep_max
-        self._sleep_total = total_sleep
-        self._slept = 0.0  # the whole run's, its earlier parts included
-
-    async def drive(
-        self,
-        session: Any,
-        program: str,
-        printed: _PrintBuffer,
-        mount: MountDir | None,
-        resumption: _Resumption | None,
-    ) -> object:
-        """Run to the program's value; raise :class:`Suspended` if it pauses."""
-        try:
-            if resumption is None:
-                snap = await session.feed_start(
-                    program, print_callback=printed.write, mount=mount, skip_type_check=True
-                )
-            else:
-                snap = await self._restore(session, printed, mount, resumption)
-            while not isinstance(snap, MontyComplete):
-                if isinstance(snap, AsyncFutureSnapshot):
-                    snap = await self._deliver(snap)
-                elif not isinstance(snap, AsyncFunctionSnapshot):  # a name: Monty answers it itself
-                    snap = await snap.resume_auto()
-                elif snap.function_name == "system.sleep":
-                    snap = await snap.resume(await self._sleep(snap.args))
-                elif snap.function_name == "system.async_sleep":
-                    snap = await snap.resume(self._start_sleep(snap.call_id, snap.args))
-                elif snap.is_os_function:  # imports and mounted files
-                    snap = await snap.resume_auto()
-                elif self._deferred:
-                    raise await self._pause(snap)
-                else:
-                    snap = await snap.resume(self._place(snap))
-            return snap.output
-        finally:
-            # Calls are the run's to stop (they may have taken effect); sleeps are only ours.
-            sleeps = [task for call_id, task in self._running.items() if call_id not in self._paths]
-            for task in sleeps:
-                task.cancel()
-            if sleeps:
-                await asyncio.wait(sleeps)
-
-    async def _restore(
-        self, session: Any, printed: _PrintBuffer, mount: MountDir | None, resumption: _Resumption
-    ) -> Any:
-        paused = resumption.paused
-        try:
-            snap = await session.load_snapshot(paused.snapshot, mount=mount, print_callback=printed.write)
-        except (MontyError, ValueError, RuntimeError, TypeError) as exc:
-            raise Unrestorable(f"Monty could not restore the paused run: {type(exc).__name__}") from None
-        self._ready.update(paused.ready)
-        self._slept = paused.slept
-        self._run.earlier_calls = paused.calls_made - len(paused.deferred)  # those are placed again now
-        self._run.earlier_failures = paused.failures
-        for call_id, path in paused.deferred.items():
-            self._start(call_id, self._run.track(path, resumption.pending[call_id]()))
-        return snap
-
-    def _place(self, snap: Any) -> pydantic_monty.ExternalResult:
-        leaf = self._guest.leaves.get(snap.function_name)
-        if leaf is None:
-            return {"exc_type": "NameError", "message": f"{_clip(str(snap.function_name))} is not an operation"}
-        try:
-            call = self._run.place(leaf, tuple(snap.args), dict(snap.kwargs))
-        except Exception as exc:  # refused before it was placed: the guest gets it at the call
-            return _raised(exc)
-        self._start(snap.call_id, call)
-        return {"future": ...}
-
-    def _start(self, call_id: int, call: _Call) -> None:
-        self._running[call_id] = call.start()
-        self._paths[call_id] = call.path
-
-    def _sleep_for(self, args: tuple[object, ...]) -> float | _Outcome:
-        """How long a sleep lasts (capped), or what the guest gets instead."""
-        wanted = args[0] if len(args) == 1 else None
-        if not isinstance(wanted, int | float) or isinstance(wanted, bool) or wanted != wanted:
-            return {"exc_type": "TypeError", "message": "sleep() takes one number of seconds"}
-        if wanted < 0:
-            return {"exc_type": "ValueError", "message": "sleep length must be non-negative"}
-        length = min(float(wanted), self._sleep_max)
-        self._slept += length
-        if self._slept > self._sleep_total:
-            limit = f"{round(self._slept * 1000)}ms > {round(self._sleep_total * 1000)}ms"
-            return {"exc_type": "TimeoutError", "message": f"sleep limit exceeded: {limit}"}
-        return length
-
-    async def _sleep(self, args: tuple[object, ...]) -> _Outcome:
-        length = self._sleep_for(args)
-        if not isinstance(length, float):
-            return length
-        await asyncio.sleep(length)
-        return {"return_value": None}
-
-    def _start_sleep(self, call_id: int, args: tuple[object, ...]) -> pydantic_monty.ExternalResult:
-        length = self._sleep_for(args)
-        if not isinstance(length, float):
-            return length
-        self._running[call_id] = asyncio.get_running_loop().create_task(asyncio.sleep(length))
-        return {"future": ...}
-
-    async def _deliver(self, snap: Any) -> Any:
-        """Hand the program the outcomes it waits for, waiting for at least one if none is ready."""
-        waited = snap.pending_call_ids
-        if not any(call_id in self._ready for call_id in waited):
-            running = [self._running[call_id] for call_id in waited if call_id in self._running]
-            if not running:
-                if self._deferred:
-                    raise await self._pause(snap)
-                raise SandboxError(BadResponse())  # Monty waits for a call it never announced
-            await asyncio.wait(running, return_when=_FIRST)
-            self._collect()
-        outcomes = {call_id: self._ready.pop(call_id) for call_id in waited if call_id in self._ready}
-        return await snap.resume(outcomes) if outcomes else snap
-
-    def _collect(self) -> None:
-        """Move every settled call's outcome to where the program will find it."""
-        for call_id, task in list(self._running.items()):
-            if not task.done():
-                continue
-            del self._running[call_id]
-            exc = None if task.cancelled() else task.exception()
-            if isinstance(exc, DecisionDeferred):
-                self._deferred[call_id] = exc
-            elif task.cancelled():
-                self._ready[call_id] = {"exc_type": "RuntimeError", "message": "the call was stopped"}
-            elif exc is not None:
-                self._ready[call_id] = _raised(exc)
-            else:
-                self._ready[call_id] = {"return_value": task.result()}
-
-    def note_undecided(self, printed: _PrintBuffer) -> None:
-        """Say which deferred calls a finished program never awaited: they did not run."""
-        self._collect()
-        if self._deferred:
-            paths = ", ".join(sorted({self._paths[call_id] for call_id in self._deferred}))
-            printed.note(
-                f"{paths}: needed a person's decision, but the program ended without awaiting it, "
-                "and a run that has ended cannot wait for one: it did not run"
-            )
-
-    async def _pause(self, snap: Any) -> Suspended:
-        """Let every call still running settle, then capture the run."""
-        if self._running:
-            await asyncio.wait(self._running.values())
-        self._collect()
-        # In the order the program placed them: the first placed is the first to decide.
-        order = sorted(self._deferred.items(), key=lambda item: item[1].request.operation_ordinal or 0)
-        deferred = {call_id: self._paths[call_id] for call_id, _ in order}
-        # A big heap takes a while to serialise: not on the event loop.
-        snapshot = await anyio.to_thread.run_sync(snap.dump)
-        run = self._run
-        made = len(run.calls) + run.earlier_calls
-        paused = _Paused(snapshot, self._ready, deferred, self._slept, made, run.host_failures())
-        return Suspended(paused.pack(), dict(order))
-
-
-_Outcome: TypeAlias = "pydantic_monty.ExternalSettledResult"
-_STATE_MAGIC = b"MYCMONTY"
-_STATE_VERSION = 1
-_FIRST = asyncio.FIRST_COMPLETED
-# The exception types a call's outcome keeps when it crosses into the guest; any other is an Exception.
-_GUEST_EXCEPTIONS = frozenset(
-    {"ValueError", "RuntimeError", "TypeError", "KeyError", "PermissionError", "TimeoutError", "LookupError"}
-)
-
-
-def _raised(exc: BaseException) -> pydantic_monty.ExternalSettledResult:
-    name = type(exc).__name__
-    return {"exc_type": name if name in _GUEST_EXCEPTIONS else "Exception", "message": _clip(str(exc))}  # type: ignore[typeddict-item]
-
-
-def _settled_form(outcome: object) -> _Outcome:
-    """A stored outcome, checked to be one Monty accepts."""
-    if isinstance(outcome, dict) and outcome.keys() == {"return_value"}:
-        return {"return_value": outcome["return_value"]}
-    if (
-        isinstance(outcome, dict)
-        and outcome.keys() == {"exc_type", "message"}
-        and outcome["exc_type"] in _GUEST_EXCEPTIONS | {"Exception", "NameError"}
-        and isinstance(outcome["message"], str)
-    ):
-        return {"exc_type": outcome["exc_type"], "message": outcome["message"]}
-    raise ValueError("an outcome is malformed")
 
 
 # What would let code past the type checker unseen. Matched in the whole text, strings too:
