@@ -69,7 +69,7 @@ class _GuestModules:
     def _module(self, node: NamespaceTree | Leaf, path: str) -> ExternalModule:
         if not isinstance(node, dict):
             raise ValueError(f"{path} is an operation where a namespace was expected")
-        attrs: dict[str, Any] = {}
+        attrs: dict[str, Any] = {}  # as ExternalModule takes them: operations and submodules alike
         for segment, child in node.items():
             if isinstance(child, Leaf):
                 # A plain function returning an awaitable: the call (and its ordinal) is placed

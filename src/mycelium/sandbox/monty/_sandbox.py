@@ -2,39 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
-import anyio
 import pydantic_monty
-from pydantic_monty import (
-    AsyncMonty,
-    MontyError,
-    MontySyntaxError,
-    MontyTypingError,
-    MountDir,
-)
+from pydantic_monty import MontyError, MountDir
 
-from ...failures import (
-    SandboxError,
-    SyntaxFailure,
-    TransportLost,
-)
+from ...failures import SandboxError, TransportLost
 from ...signals import AbortSignal
 from ...values import MAX_JSON_DEPTH, JsonValue
 from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, SandboxRequest, UnenforcedLimit, Unrestorable
 from ._calls import _GuestRun
-from ._errors import _clip, _failure_for
-from ._namespaces import _RUN, _guest_line, _GuestModules, _RunSlot
+from ._errors import _failure_for
+from ._namespaces import _RUN, _GuestModules, _RunSlot
 from ._output import _PrintBuffer
 from ._paused import _Paused
+from ._pool import _WorkerPool
 from ._stepping import _Restore, _Stepper
+from ._type_check import _check_types
 from ._watch import _until_stopped, _Worker, _WorkerLost
 
 KIB = 1024
@@ -48,9 +37,7 @@ WORKSPACE_PATH = "/workspace"
 _SUSPENSION_SLACK = 1_000
 # Monty's own feed clock is a backstop: the runtime's wall deadline should fire first.
 _FEED_LIMIT_SLACK_SECS = 0.5
-# Closing the pool and letting the loop end at once can abort the interpreter (exit code
-# 134, a library thread calling into Python during shutdown); a short pause avoids it.
-_CLOSE_PAUSE_SECS = 0.05
+_KEPT_REVISIONS = 32
 
 
 class MontySandbox:
@@ -142,8 +129,6 @@ class MontySandbox:
         self._max_print = max_print_bytes
         self._sleep_max = max_sleep_ms / 1000
         self._total_sleep = max_total_sleep_ms / 1000
-        self._pool_size = pool_size
-        self._recycle = max_checkouts_per_worker
         self._workspace = workspace
         self._workspace_limit = workspace_write_limit_bytes
         self._type_check = type_check
@@ -153,12 +138,11 @@ class MontySandbox:
             if workspace is not None
             else None
         )
-        self._pool: AsyncMonty | None = None
-        self._lock = anyio.Lock()
+        self._pool = _WorkerPool(max_processes=pool_size, max_checkouts_per_worker=max_checkouts_per_worker)
         self._revisions: OrderedDict[tuple[int, int, int, bool], _GuestModules] = OrderedDict()
 
     async def __aenter__(self) -> Self:
-        await self._ensure_pool()
+        await self._pool.start()
         return self
 
     async def __aexit__(
@@ -168,23 +152,7 @@ class MontySandbox:
 
     async def aclose(self) -> None:
         """Stop the worker pool. Idempotent; a later execute starts a new pool."""
-        async with self._lock:
-            pool, self._pool = self._pool, None
-            if pool is not None:
-                await pool.__aexit__(None, None, None)
-                await anyio.sleep(_CLOSE_PAUSE_SECS)
-
-    async def _ensure_pool(self) -> AsyncMonty:
-        if self._pool is not None:  # the common case: no lock, no trip round the event loop
-            return self._pool
-        async with self._lock:
-            if self._pool is None:
-                pool = AsyncMonty(
-                    min_processes=1, max_processes=self._pool_size, max_checkouts_per_worker=self._recycle
-                )
-                await pool.__aenter__()
-                self._pool = pool
-            return self._pool
+        await self._pool.aclose()
 
     async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
         """Run ``request.code`` in a fresh Monty session; see the module docstring for limits.
@@ -212,7 +180,7 @@ class MontySandbox:
 
     async def _run(self, request: SandboxRequest, signal: AbortSignal, restore: _Restore | None) -> JsonValue:
         signal.throw_if_aborted()
-        pool = await self._ensure_pool()
+        pool = await self._pool.start()
         # Without stubs nothing can be checked (every operation would look unknown); a resumed
         # program was checked before it first ran.
         type_check = self._type_check and bool(request.stubs) and restore is None
@@ -250,7 +218,7 @@ class MontySandbox:
                 run.worker = _Worker(session)
                 try:
                     if type_check:
-                        await self._check_types(session, guest, request.code, signal)
+                        await _check_types(session, guest, request.code, signal)
                     if stepper is not None:
                         feed = stepper.drive(session, guest.program(request.code), printed, mount, restore)
                     else:
@@ -298,33 +266,6 @@ class MontySandbox:
             self._revisions.popitem(last=False)
         return built
 
-    async def _check_types(self, session: Any, guest: _GuestModules, code: str, signal: AbortSignal) -> None:
-        """Type-check the program against the operations' stubs; raise ``SandboxError`` if it fails.
-
-        The program is checked exactly as it will run, after one line importing every
-        namespace, and nothing of it runs. A top-level ``return`` (which the checker calls
-        a syntax error outside a function) is the one diagnostic let through. A program
-        that opts out of the check fails as ``syntax`` and does not run: ``# type: ignore``,
-        code run through ``eval``/``exec``/``compile``, or branches the checker decides
-        cannot run (``TYPE_CHECKING``, ``sys.platform``, which it assumes differently).
-        """
-        unchecked = _UNCHECKABLE.search(code)
-        if unchecked is not None:
-            line = code.count("\n", 0, unchecked.start()) + 1
-            what = next(text for group, text in _UNCHECKABLE_WHAT.items() if unchecked.group(group))
-            message = f"{what} cannot be used in a type-checked program: the checker could not see what it hides"
-            raise SandboxError(SyntaxFailure(message=message, line=line, type_check=True))
-        try:
-            await _until_stopped(session.feed_run(guest.checked_program(code)), signal)
-        except MontySyntaxError as exc:
-            frames = exc.traceback()
-            at = _guest_line(frames[0].line) if frames else None
-            raise SandboxError(SyntaxFailure(message=_clip(str(exc.exception())), line=at)) from None
-        except MontyTypingError as exc:
-            failure = _type_failure(exc.display())
-            if failure is not None:
-                raise SandboxError(failure) from None
-
     def _mount(self, session_id: str | None) -> MountDir | None:
         if self._workspace is None:
             return None
@@ -337,46 +278,3 @@ class MontySandbox:
             mode="read-write",
             write_bytes_limit=self._workspace_limit,
         )
-
-
-_KEPT_REVISIONS = 32
-
-
-# What would let code past the type checker unseen. Matched in the whole text, strings too:
-# refusing a string that happens to read "type: ignore" is the price of a check that cannot be fooled.
-_UNCHECKABLE = re.compile(
-    r"(?P<ignore>\b(?:type|ty)\s*:\s*ignore\b)"
-    r"|(?P<dynamic>\b(?:eval|exec|compile)\b)"
-    r"|(?P<assumed>\bTYPE_CHECKING\b|\bsys\s*\.\s*platform\b|\bfrom\s+sys\s+import\b)"
-)
-_UNCHECKABLE_WHAT = {
-    "ignore": "A `# type: ignore` comment",
-    "dynamic": "eval(), exec() or compile()",
-    "assumed": "TYPE_CHECKING or sys.platform",
-}
-# The checker's word for a top-level `return`, which the runtime allows.
-_TOP_LEVEL_RETURN = "`return` statement outside of a function"
-
-
-def _type_failure(diagnostics: str) -> SyntaxFailure | None:
-    """The first type-check diagnostic in the guest's own code, at its own line and column;
-    ``None`` when the only ones are top-level returns. A syntax error is reported as one."""
-    try:
-        found = [
-            (str(item["code"]), str(item["message"]), int(item["location"]["row"]), int(item["location"]["column"]))
-            for item in json.loads(diagnostics)
-        ]
-    except (ValueError, TypeError, KeyError):
-        return SyntaxFailure(message="the program failed its type check", type_check=True)
-    found = [item for item in found if not (item[0] == "invalid-syntax" and item[1] == _TOP_LEVEL_RETURN)]
-    if not found:
-        return None
-    syntax = [item for item in found if item[0] == "invalid-syntax"]
-    if syntax:
-        _, message, row, column = syntax[0]
-        return SyntaxFailure(message=_clip(message), line=_guest_line(row), column=column)
-    code, message, row, column = found[0]
-    text = f"{message} [{code}]" + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
-    if row <= 1:  # in the import line: nothing the guest wrote
-        return SyntaxFailure(message=_clip(text), type_check=True)
-    return SyntaxFailure(message=_clip(text), line=_guest_line(row), column=column, type_check=True)
