@@ -14,8 +14,16 @@ replaces it. The worker is watched while a program runs, so one that dies ends t
 within about 50 ms.
 
 What crosses is exactly JSON, checked as it crosses and bounded by the request's limits
-(see ``_CONVERSIONS`` for the texts Monty hands over in place of values it cannot
+(see ``_conversions`` for the texts Monty hands over in place of values it cannot
 convert). The guest's namespaces are built once per revision and shared by its runs.
+
+One job a module: ``_sandbox`` (``MontySandbox``: configuration, one run from start to
+end, the workspace mount), ``_pool`` (the worker processes), ``_watch`` (noticing a worker
+that died), ``_namespaces`` (the guest's modules of one revision), ``_calls`` (the calls of
+one run, each owned until it settles), ``_stepping`` (driving a run step by step so it can
+pause), ``_paused`` (a paused run's byte form), ``_outcomes`` (a call's outcome as the guest
+gets it), ``_errors`` (Monty's errors as typed failures), ``_type_check``, ``_output`` (what
+a run printed) and ``_conversions``.
 """
 
 from ._sandbox import MontySandbox, WorkspaceResolver

@@ -155,7 +155,7 @@ class MontySandbox:
         await self._pool.aclose()
 
     async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
-        """Run ``request.code`` in a fresh Monty session; see the module docstring for limits.
+        """Run ``request.code`` in a fresh Monty session; see :mod:`mycelium.sandbox.monty` for limits.
 
         A ``suspendable`` request is driven step by step, so that it can pause: when a call's
         binding raises :class:`~mycelium.access.DecisionDeferred`, the calls still in flight
