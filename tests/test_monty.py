@@ -431,6 +431,6 @@ async def test_forage_is_available_in_monty_with_a_positional_query_and_keywords
     ids=repr,
 )
 def test_the_no_result_hint_reads_the_last_statement_from_the_programs_tail(code: str, hinted: bool) -> None:
-    from mycelium.sandbox.monty import _ends_without_value
+    from mycelium.sandbox.monty._output import _ends_without_value
 
     assert _ends_without_value(code) is hinted

@@ -14,8 +14,9 @@ import pytest
 
 from mycelium import Module, Runtime
 from mycelium.failures import GuestException, SyntaxFailure, TransportLost
-from mycelium.sandbox import monty
 from mycelium.sandbox.monty import MontySandbox
+from mycelium.sandbox.monty._calls import _GuestRun
+from mycelium.sandbox.monty._watch import _Worker
 
 from .conftest import QUICK_BOUND_S, Host, assert_guest_exception, child_pids, loop_gaps
 
@@ -93,7 +94,7 @@ async def test_a_worker_the_pool_starts_only_after_the_feed_is_still_watched_and
     # A program that makes no host call gives no later chance to find its worker.
     process = await anyio.open_process(["sleep", "30"])
     session = SimpleNamespace(worker_pid=None)
-    worker = monty._Worker(session)
+    worker = _Worker(session)
     try:
         with anyio.fail_after(QUICK_BOUND_S), anyio.CancelScope() as scope:
             worker.watch(scope)
@@ -162,7 +163,7 @@ async def test_runs_of_one_revision_share_their_guest_namespaces_and_leave_no_ru
     assert isinstance(sandbox, MontySandbox)
     assert len(sandbox._revisions) == 1
     gc.collect()
-    assert not [item for item in gc.get_objects() if isinstance(item, monty._GuestRun)]
+    assert not [item for item in gc.get_objects() if isinstance(item, _GuestRun)]
 
 
 async def test_a_syntax_error_raised_by_exec_after_a_write_is_an_exception_not_nothing_ran(host: Host) -> None:

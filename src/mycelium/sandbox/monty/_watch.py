@@ -1,0 +1,131 @@
+"""Watching the worker process that runs a program, so a worker that dies ends the run at once.
+
+Monty notices a dead worker only when the host call it waits on returns, which may be
+never; a pidfd wakes the event loop the moment the process ends instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+
+import anyio
+from pydantic_monty import AsyncMontySession
+
+from ...signals import AbortError, AbortSignal
+
+_WORKER_LOOKUP_SECS = 0.005
+_WORKER_EXIT_GRACE_SECS = 0.05
+
+
+class _WorkerLost(Exception):
+    """The worker process running the program exited."""
+
+
+class _Worker:
+    """The worker process of one session, watched while a feed runs so its death stops the feed."""
+
+    def __init__(self, session: AsyncMontySession) -> None:
+        self._session = session
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._stop_watching: Callable[[], None] | None = None
+        self._grace: asyncio.TimerHandle | None = None
+        self.lost = False
+
+    def watch(self, scope: anyio.CancelScope) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._scope = scope
+        self._start()
+
+    def seen(self) -> None:
+        """Called at every host call, from Monty's own thread: a pool may start the worker only
+        once the feed is sent, and by the first call it surely exists."""
+        if self._stop_watching is None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._start)
+
+    def _start(self) -> None:
+        if self._stop_watching is not None or self._scope is None or self._loop is None:
+            return
+        pid = self._session.worker_pid
+        if pid is not None:
+            self._stop_watching = _on_exit(pid, self._exited)
+        else:  # not started yet: look again shortly, also for a program that makes no call
+            self._loop.call_later(_WORKER_LOOKUP_SECS, self._start)
+
+    def _exited(self) -> None:
+        # Monty ends a worker itself for some limits (memory) and then reports the run's own
+        # error: give it a moment to, and stop the feed only if it does not.
+        if self._loop is not None:
+            self._grace = self._loop.call_later(_WORKER_EXIT_GRACE_SECS, self._lost)
+
+    def _lost(self) -> None:
+        if self._scope is not None:
+            self.lost = True
+            self._scope.cancel()
+
+    def unwatch(self) -> None:
+        if self._stop_watching is not None:
+            self._stop_watching()
+        if self._grace is not None:
+            self._grace.cancel()
+        self._stop_watching = None
+        self._grace = None
+        self._scope = None
+
+
+async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker: _Worker | None = None) -> object:
+    """Await ``work``; stop it at once when ``signal`` aborts or the ``worker`` process exits.
+
+    Raises :class:`AbortError` for an abort and :class:`_WorkerLost` for a worker that died:
+    Monty itself notices a dead worker only when the host call it waits on returns.
+    Cancelling a feed kills its worker; the pool replaces it.
+    """
+    with anyio.CancelScope() as scope:
+        stop_watching = signal.add_listener(lambda _: scope.cancel())
+        if worker is not None:
+            worker.watch(scope)
+        try:
+            return await work
+        finally:
+            stop_watching()
+            if worker is not None:
+                worker.unwatch()
+    if worker is not None and worker.lost:
+        raise _WorkerLost
+    raise AbortError(signal.reason)
+
+
+def _on_exit(pid: int | None, callback: Callable[[], None]) -> Callable[[], None]:
+    """Call ``callback`` on the event loop as soon as process ``pid`` exits; returns a stop function.
+
+    Uses a pidfd (Linux 5.3+), which wakes the loop the moment the process ends and costs
+    nothing meanwhile; elsewhere nothing is watched and a dead worker is noticed by Monty.
+    """
+    if pid is None or not hasattr(os, "pidfd_open"):
+        return _nothing
+    loop = asyncio.get_running_loop()
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:  # already gone
+        handle = loop.call_soon(callback)
+        return handle.cancel
+    except OSError:  # not ours to watch: Monty notices on its own
+        return _nothing
+
+    def exited() -> None:
+        loop.remove_reader(fd)
+        callback()
+
+    loop.add_reader(fd, exited)
+
+    def stop() -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+    return stop
+
+
+def _nothing() -> None:
+    return None
