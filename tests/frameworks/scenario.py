@@ -108,7 +108,7 @@ async def assert_released_on_cancel(run: Callable[[Runtime], Awaitable[object]])
 async def hosted(tmp_path: Path) -> AsyncIterator[App]:
     """The scenario's host (every confirmation deferred to the person), closed after the block."""
     crm = Crm(tmp_path / "crm.sqlite")
-    runtime = host(crm, MemorySuspensions(), extra=[mail()])
-    yield App(runtime, crm)
-    with anyio.fail_after(10):
-        await runtime.close()
+    async with host(crm, MemorySuspensions(), extra=[mail()]) as runtime:
+        yield App(runtime, crm)
+        with anyio.fail_after(10):
+            await runtime.close()

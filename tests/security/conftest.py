@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,10 +148,12 @@ class Host:
     """Opens runtimes over the host module, runs programs and checks every result."""
 
     state: HostState
+    running: AsyncExitStack
+    """Where the host's runtimes run: left (closing them) when the fixture ends."""
     runtimes: list[Runtime] = field(default_factory=list)
     _default: Runtime | None = None
 
-    def open(
+    async def open(
         self,
         *,
         timeout_ms: int = TIMEOUT_MS,
@@ -176,18 +178,22 @@ class Host:
                 timeout_ms=timeout_ms, abort_grace_ms=abort_grace_ms, sandbox_capacity=sandbox_capacity
             ),
         )
+        await self.running.enter_async_context(runtime)
         self.runtimes.append(runtime)
         return runtime
 
-    @property
-    def runtime(self) -> Runtime:
-        if self._default is None:
-            self._default = self.open()
-        return self._default
+    async def open_default(self) -> None:
+        """Open the runtime :meth:`run` uses when it is given none; checked at teardown only once used."""
+        self._default = await self.open()
+        self.runtimes.remove(self._default)
 
     async def run(self, code: str, runtime: Runtime | None = None) -> Outcome:
         """Run ``code`` as a model would, and check what must hold for any program."""
-        runtime = runtime or self.runtime
+        if runtime is None:
+            assert self._default is not None, "the host fixture opens its default runtime"
+            runtime = self._default
+            if runtime not in self.runtimes:
+                self.runtimes.append(runtime)
         started = time.monotonic()
         async with runtime.lease() as lease:
             result = await lease.execute_tool.run(code, tool_call_id=f"call-{uuid.uuid4().hex[:8]}")
@@ -327,12 +333,15 @@ async def host(env_secret: str, caplog: pytest.LogCaptureFixture) -> AsyncIterat
     cwd_before = os.getcwd()
     children_before = child_pids()
     state = HostState(env_secret=env_secret, op_secret=f"op-secret-{uuid.uuid4().hex}", gate=anyio.Event())
-    host = Host(state=state)
-    try:
-        yield host
-    finally:
-        for runtime in host.runtimes:
-            await assert_runtime_still_works_then_close(host, runtime)
+    async with AsyncExitStack() as running:
+        host = Host(state=state, running=running)
+        # Opened before the test, so it runs outside anything the test enters.
+        await host.open_default()
+        try:
+            yield host
+        finally:
+            for runtime in host.runtimes:
+                await assert_runtime_still_works_then_close(host, runtime)
     left = await wait_for_no_new_children(children_before)
     assert not left, f"worker processes left behind after the runtime closed: {sorted(left)}"
     others = {task for task in asyncio.all_tasks() - {asyncio.current_task()} if not _is_test_runner(task)}

@@ -539,33 +539,33 @@ async def test_entering_the_same_adapter_twice_at_once_loses_no_lease(tmp_path: 
 
         return Acquired(version="1", modules=[crm.module()], release=release)
 
-    runtime = Runtime(sources=[source(id="notes", acquire=acquire)], sandbox=MontySandbox())
-    entered: Any = MyceliumToolset(runtime) if adapter == "pydantic-ai" else MyceliumTools(runtime)
-    leave = anyio.Event()
-    refused: list[str] = []
+    async with Runtime(sources=[source(id="notes", acquire=acquire)], sandbox=MontySandbox()) as runtime:
+        entered: Any = MyceliumToolset(runtime) if adapter == "pydantic-ai" else MyceliumTools(runtime)
+        leave = anyio.Event()
+        refused: list[str] = []
 
-    async def block(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
+        async def block(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            task_status.started()
+            try:
+                async with entered:
+                    await leave.wait()
+            except RuntimeError as refusal:  # one block at a time may be refused: it must then hold nothing
+                refused.append(str(refusal))
+
         try:
-            async with entered:
-                await leave.wait()
-        except RuntimeError as refusal:  # one block at a time may be refused: it must then hold nothing
-            refused.append(str(refusal))
-
-    try:
-        async with anyio.create_task_group() as group:
-            await group.start(block)
-            await group.start(block)
-            await anyio.wait_all_tasks_blocked()
-            open_source.set()
-            await anyio.wait_all_tasks_blocked()  # both blocks are in (or refused) before either leaves
-            leave.set()
-        held = runtime.leases_held
-    finally:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            gc.collect()  # a lost lease gives its hold back when collected, so the runtime can close
-        with anyio.fail_after(10):
-            await runtime.close()
-    assert held == 0, "a lease was lost: only the garbage collector gives it back"
-    assert all("already entered" in refusal for refusal in refused)
+            async with anyio.create_task_group() as group:
+                await group.start(block)
+                await group.start(block)
+                await anyio.wait_all_tasks_blocked()
+                open_source.set()
+                await anyio.wait_all_tasks_blocked()  # both blocks are in (or refused) before either leaves
+                leave.set()
+            held = runtime.leases_held
+        finally:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ResourceWarning)
+                gc.collect()  # a lost lease gives its hold back when collected, so the runtime can close
+            with anyio.fail_after(10):
+                await runtime.close()
+        assert held == 0, "a lease was lost: only the garbage collector gives it back"
+        assert all("already entered" in refusal for refusal in refused)

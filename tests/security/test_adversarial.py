@@ -99,7 +99,7 @@ async def test_infinite_loop_is_stopped_at_the_deadline_without_blocking_the_hos
 
 
 async def test_hostile_program_does_not_delay_an_ordinary_one_running_beside_it(host: Host) -> None:
-    runtime = host.open(sandbox_capacity=4, pool_size=4)
+    runtime = await host.open(sandbox_capacity=4, pool_size=4)
     hostile: list[Outcome] = []
 
     async def attack() -> None:
@@ -510,7 +510,7 @@ async def test_gathered_calls_that_never_return_are_all_cancelled_at_the_deadlin
 
 
 async def test_two_thousand_sequential_operation_calls_succeed(host: Host) -> None:
-    runtime = host.open(max_operation_calls=10_000, timeout_ms=30_000)
+    runtime = await host.open(max_operation_calls=10_000, timeout_ms=30_000)
     code = "n = 0\nfor i in range(2000):\n    found = await notes.search(query='a')\n    n += len(found)\nreturn n"
     outcome = await host.run(code, runtime)
     assert outcome.result.value == 2000, outcome.result.text
@@ -578,7 +578,7 @@ async def test_guest_cannot_forge_a_capability_failure(host: Host) -> None:
 async def test_operation_arguments_cannot_make_the_host_hold_more_than_the_guest_memory_limit(host: Host) -> None:
     # One 8 MB string in the guest, passed to 40 concurrent calls: the host materialises a
     # copy per call. A guest held to 64 MiB must not make the host hold 320 MB at once.
-    runtime = host.open(timeout_ms=20_000)
+    runtime = await host.open(timeout_ms=20_000)
     code = (
         "import asyncio\nbig = 'x' * 8_000_000\n"
         "sizes = await asyncio.gather(*[notes.hold(text=big) for _ in range(40)])\nreturn sum(sizes)"

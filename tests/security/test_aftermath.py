@@ -87,7 +87,7 @@ CONCURRENT_BURNERS = [CPU_BURNERS["while-true-pass"], CPU_BURNERS["huge-power"],
 
 async def attack_then_check(state: HostState) -> None:
     host = Host(state=state)
-    runtime = host.open(sandbox_capacity=4, pool_size=4)
+    runtime = await host.open(sandbox_capacity=4, pool_size=4)
     children_before = child_pids()
     burned: list[Outcome] = []
 

@@ -239,7 +239,7 @@ async def test_discovery_keeps_no_word_a_guest_sends(big_catalog: Catalog) -> No
 
 
 async def test_discovery_calls_count_against_the_run_call_budget(host: Host) -> None:
-    runtime = host.open(max_operation_calls=3)
+    runtime = await host.open(max_operation_calls=3)
     outcome = await host.run(
         "n = 0\ntry:\n    for _ in range(10):\n        await forage.search('notes')\n        n += 1\n"
         "except RuntimeError as e:\n    return [n, str(e)]",

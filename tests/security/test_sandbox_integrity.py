@@ -34,7 +34,7 @@ SPLIT_INSIDE_STRINGS = {
 async def test_a_type_checked_program_with_line_separators_in_strings_is_still_checked(
     host: Host, code: str
 ) -> None:
-    outcome = await host.run(code, host.open(type_check=True))
+    outcome = await host.run(code, await host.open(type_check=True))
     assert isinstance(outcome.result.failure, SyntaxFailure), outcome.result.text
     assert outcome.result.failure.type_check
     assert outcome.result.failure.line == code.count("\n") + 1
@@ -57,13 +57,13 @@ HIDDEN_FROM_THE_CHECKER = {
 
 @pytest.mark.parametrize("code", HIDDEN_FROM_THE_CHECKER.values(), ids=HIDDEN_FROM_THE_CHECKER.keys())
 async def test_no_code_the_type_checker_did_not_see_runs(host: Host, code: str) -> None:
-    outcome = await host.run(code, host.open(type_check=True))
+    outcome = await host.run(code, await host.open(type_check=True))
     assert isinstance(outcome.result.failure, SyntaxFailure), outcome.result.text
     assert "UNCHECKED" not in host.state.records
 
 
 async def test_a_form_feed_in_indentation_means_what_it_means_when_the_program_runs(host: Host) -> None:
-    outcome = await host.run("x = 1\n\x0cawait notes.record(data=x)\nreturn x", host.open(type_check=True))
+    outcome = await host.run("x = 1\n\x0cawait notes.record(data=x)\nreturn x", await host.open(type_check=True))
     assert outcome.result.value == 1, outcome.result.text
     assert host.state.records == [1]
 
@@ -79,13 +79,13 @@ UNCHECKABLE = {
 
 @pytest.mark.parametrize("code", UNCHECKABLE.values(), ids=UNCHECKABLE.keys())
 async def test_a_program_the_type_checker_cannot_parse_does_not_run(host: Host, code: str) -> None:
-    outcome = await host.run(code, host.open(type_check=True))
+    outcome = await host.run(code, await host.open(type_check=True))
     assert isinstance(outcome.result.failure, SyntaxFailure), outcome.result.text
     assert host.state.records == []
 
 
 async def test_a_type_checked_program_with_separators_in_strings_runs_when_it_is_well_typed(host: Host) -> None:
-    outcome = await host.run("s = 'a\u2028b\x0cc'\nawait notes.record(data=s)\nreturn s", host.open(type_check=True))
+    outcome = await host.run("s = 'a\u2028b\x0cc'\nawait notes.record(data=s)\nreturn s", await host.open(type_check=True))
     assert outcome.result.value == "a\u2028b\x0cc", outcome.result.text
     assert host.state.records == ["a\u2028b\x0cc"]
 
@@ -140,7 +140,7 @@ async def test_a_worker_that_dies_during_a_host_call_is_noticed_at_once_and_the_
 
 
 async def test_cancelling_the_caller_mid_gather_leaves_no_coroutine_unawaited(host: Host) -> None:
-    runtime = host.open()
+    runtime = await host.open()
     program = "import asyncio\nreturn await asyncio.gather(*[notes.hang() for _ in range(20)])"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -155,7 +155,7 @@ async def test_cancelling_the_caller_mid_gather_leaves_no_coroutine_unawaited(ho
 
 
 async def test_runs_of_one_revision_share_their_guest_namespaces_and_leave_no_run_behind(host: Host) -> None:
-    runtime = host.open()
+    runtime = await host.open()
     for _ in range(10):
         outcome = await host.run("return await notes.search(query='x')", runtime)
         assert not outcome.result.is_error
@@ -176,7 +176,7 @@ async def test_a_syntax_error_raised_by_exec_after_a_write_is_an_exception_not_n
 async def test_calls_in_flight_are_capped_and_stopping_them_at_the_deadline_does_not_stall_the_host(
     host: Host,
 ) -> None:
-    runtime = host.open(max_operation_calls=5_000, timeout_ms=2_000)
+    runtime = await host.open(max_operation_calls=5_000, timeout_ms=2_000)
     async with loop_gaps(0.001) as gaps:
         outcome = await host.run(
             "try:\n    while True:\n        notes.hang()\nexcept RuntimeError as e:\n    print(e)", runtime
@@ -189,7 +189,7 @@ async def test_calls_in_flight_are_capped_and_stopping_them_at_the_deadline_does
 
 
 async def test_a_call_beyond_the_calls_in_flight_raises_until_some_settle(host: Host) -> None:
-    runtime = host.open(max_calls_in_flight=3)
+    runtime = await host.open(max_calls_in_flight=3)
     outcome = await host.run(
         "import asyncio\ncalls = []\ntry:\n    for _ in range(5):\n        calls.append(notes.hold(text='x'))\n"
         "except RuntimeError as e:\n    refused = str(e)\n"

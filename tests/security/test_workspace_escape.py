@@ -54,7 +54,7 @@ ESCAPES = {
 @pytest.mark.parametrize("code", ESCAPES.values(), ids=ESCAPES.keys())
 async def test_a_guest_cannot_leave_its_session_workspace(host: Host, tmp_path: Path, code: str) -> None:
     paths = plant(tmp_path)
-    runtime = host.open(
+    runtime = await host.open(
         session=Session("a"),
         workspace=lambda session_id: paths["root"] / "workspaces" / str(session_id),
         workspace_write_limit_bytes=WRITE_LIMIT,
@@ -69,7 +69,7 @@ async def test_a_guest_cannot_leave_its_session_workspace(host: Host, tmp_path: 
 
 async def test_writing_past_the_workspace_write_limit_fails(host: Host, tmp_path: Path) -> None:
     paths = plant(tmp_path)
-    runtime = host.open(
+    runtime = await host.open(
         session=Session("a"),
         workspace=lambda session_id: paths["root"] / "workspaces" / str(session_id),
         workspace_write_limit_bytes=WRITE_LIMIT,
