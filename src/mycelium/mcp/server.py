@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import anyio
 import mcp_types as types
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
@@ -48,6 +48,7 @@ from ..errors import new_reference
 from ..execute import ToolCall, ToolResult
 from ..options import check_int
 from ..text import printed
+from ._sdk import adopt_transport, discard_transport, held_transport, serve_opening_request
 from .catalog import McpCatalogProvider, McpExecutionContext
 from .elicitation import RequestAccess
 from .http import Answered, pin_initialize, releasing, request_id, send_error, stays_connected, watch
@@ -216,7 +217,7 @@ class McpServer:
     ) -> None:
         """Serve a request on an existing connection: held, resumed, or refused as unknown."""
         known = self._connections.get(session_id)
-        if known is None or session_id not in self._manager._server_instances:
+        if known is None or held_transport(self._manager, session_id) is None:
             resumed = await self._resume(session_id, principal, scope)
             if resumed == "full":
                 await send_error(send, 503, "no connection can be freed now")
@@ -241,7 +242,7 @@ class McpServer:
             known.requests.add(request_id)
             send = releasing(send, lambda: known.requests.discard(request_id))
         await self._manager.handle_request(scope, receive, send)
-        ended = scope["method"] == "DELETE" and session_id not in self._manager._server_instances
+        ended = scope["method"] == "DELETE" and held_transport(self._manager, session_id) is None
         # A client that keeps abandoning requests has its connection closed, not the table grown.
         if ended or len(known.requests) > _MAX_HELD_IDS:
             await self._end(session_id)
@@ -396,7 +397,7 @@ class McpServer:
         key = principal_key(principal)
         async with self._admitting:
             held = self._connections.get(session_id)
-            if held is not None and session_id in self._manager._server_instances:
+            if held is not None and held_transport(self._manager, session_id) is not None:
                 return "resumed" if held.principal == key else "unknown"
             if not await self._catalog.resume(session_id, principal):
                 return "unknown"
@@ -426,8 +427,7 @@ class McpServer:
             retry_interval=manager.retry_interval,
             idle_timeout=manager.session_idle_timeout,
         )
-        manager._server_instances[session_id] = transport
-        manager._session_owners[session_id] = authorization_context(scope["user"])
+        adopt_transport(manager, session_id, transport, owner=scope["user"])
         body = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
         headers = [(name, value) for name, value in scope["headers"] if name in (b"host", b"origin")] + [
             (b"content-type", b"application/json"),
@@ -443,8 +443,8 @@ class McpServer:
             if message["type"] == "http.response.start":
                 status = message["status"]
 
-        await manager._serve_opening_request(transport, handshake, watch(stays_connected, None, first=body), send)
-        return 200 <= status < 300 and session_id in manager._server_instances
+        await serve_opening_request(manager, transport, handshake, watch(stays_connected, None, first=body), send)
+        return 200 <= status < 300 and held_transport(manager, session_id) is not None
 
     async def _touch(self, session_id: str, connection: _Connection) -> None:
         self._connections.move_to_end(session_id)
@@ -456,9 +456,7 @@ class McpServer:
     async def _discard(self, session_id: str) -> None:
         """Close the connection's transport in this process; the catalog keeps its record."""
         self._connections.pop(session_id, None)
-        transport = self._manager._server_instances.get(session_id)
-        if transport is not None:
-            await self._manager._discard_session(session_id, transport)
+        await discard_transport(self._manager, session_id)
 
     async def _end(self, session_id: str) -> None:
         """End the connection for good: its transport here and its record in the catalog."""

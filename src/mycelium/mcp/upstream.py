@@ -77,7 +77,6 @@ from mcp import Client
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
@@ -88,6 +87,7 @@ from ..operations import Operation, operation
 from ..signals import AbortError, AbortSignal
 from ..sources import AcquireContext, Acquired, CapabilitySource, MyceliumSourceError
 from ..text import clip
+from ._sdk import http_client
 
 __all__ = [
     "MAX_DESCRIPTION_CHARS",
@@ -423,7 +423,7 @@ class McpSource:
         async with AsyncExitStack() as stack:
             server: Any
             if self._url is not None:
-                http = await stack.enter_async_context(create_mcp_http_client(headers=self._headers, auth=self._auth))
+                http = await stack.enter_async_context(http_client(self._headers, self._auth))
                 server = streamable_http_client(self._url, http_client=http, max_sse_event_size=_MAX_SSE_EVENT_BYTES)
             else:
                 assert self._command is not None
