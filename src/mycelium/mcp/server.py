@@ -79,7 +79,7 @@ _STDIO_PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("my
 
 
 @dataclass
-class _Connection:
+class _HeldConnection:
     """A connection this process holds: whose it is, and what it is doing."""
 
     principal: str
@@ -144,7 +144,7 @@ class McpServer:
             max_request_body_size=self._max_request_bytes,
             max_sessions=None,
         )
-        self._connections: OrderedDict[str, _Connection] = OrderedDict()  # least recently used first
+        self._connections: OrderedDict[str, _HeldConnection] = OrderedDict()  # least recently used first
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             await self._serve(scope, receive, send)
@@ -354,7 +354,7 @@ class McpServer:
                 return False
             for gone in evicted:
                 await self._discard(gone)
-            self._connections[session_id] = _Connection(key, resumed=False)
+            self._connections[session_id] = _HeldConnection(key, resumed=False)
             return True
 
     async def _make_room(self, opener: str, *, room_for: int, spare: str | None = None) -> bool:
@@ -401,7 +401,7 @@ class McpServer:
                 return "resumed" if held.principal == key else "unknown"
             if not await self._catalog.resume(session_id, principal):
                 return "unknown"
-            self._connections[session_id] = _Connection(key, resumed=True)
+            self._connections[session_id] = _HeldConnection(key, resumed=True)
             if not await self._revive(session_id, scope):
                 self._connections.pop(session_id, None)
                 return "unknown"
@@ -446,7 +446,7 @@ class McpServer:
         await serve_opening_request(manager, transport, handshake, watch(stays_connected, None, first=body), send)
         return 200 <= status < 300 and held_transport(manager, session_id) is not None
 
-    async def _touch(self, session_id: str, connection: _Connection) -> None:
+    async def _touch(self, session_id: str, connection: _HeldConnection) -> None:
         self._connections.move_to_end(session_id)
         now = anyio.current_time()
         if now - connection.touched >= _TOUCH_EVERY_S:  # a durable store is written at most once a second
