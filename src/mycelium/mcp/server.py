@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import anyio
 import mcp_types as types
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..execute import ToolCall, ToolResult
 from ..options import check_int
 from ..text import new_reference, printed
+from ._sdk import adopt_transport, discard_transport, held_transport, serve_opening_request
 from .catalog import McpCatalogProvider, McpExecutionContext
 from .elicitation import RequestAccess
 from .http import Answered, pin_initialize, releasing, request_id, send_error, stays_connected, watch
@@ -77,7 +78,7 @@ _STDIO_PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("my
 
 
 @dataclass
-class _Connection:
+class _HeldConnection:
     """A connection this process holds: whose it is, and what it is doing."""
 
     principal: str
@@ -142,7 +143,7 @@ class McpServer:
             max_request_body_size=self._max_request_bytes,
             max_sessions=None,
         )
-        self._connections: OrderedDict[str, _Connection] = OrderedDict()  # least recently used first
+        self._connections: OrderedDict[str, _HeldConnection] = OrderedDict()  # least recently used first
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             await self._serve(scope, receive, send)
@@ -215,7 +216,7 @@ class McpServer:
     ) -> None:
         """Serve a request on an existing connection: held, resumed, or refused as unknown."""
         known = self._connections.get(session_id)
-        if known is None or session_id not in self._manager._server_instances:
+        if known is None or held_transport(self._manager, session_id) is None:
             resumed = await self._resume(session_id, principal, scope)
             if resumed == "full":
                 await send_error(send, 503, "no connection can be freed now")
@@ -240,7 +241,7 @@ class McpServer:
             known.requests.add(request_id)
             send = releasing(send, lambda: known.requests.discard(request_id))
         await self._manager.handle_request(scope, receive, send)
-        ended = scope["method"] == "DELETE" and session_id not in self._manager._server_instances
+        ended = scope["method"] == "DELETE" and held_transport(self._manager, session_id) is None
         # A client that keeps abandoning requests has its connection closed, not the table grown.
         if ended or len(known.requests) > _MAX_HELD_IDS:
             await self._end(session_id)
@@ -352,7 +353,7 @@ class McpServer:
                 return False
             for gone in evicted:
                 await self._discard(gone)
-            self._connections[session_id] = _Connection(key, resumed=False)
+            self._connections[session_id] = _HeldConnection(key, resumed=False)
             return True
 
     async def _make_room(self, opener: str, *, room_for: int, spare: str | None = None) -> bool:
@@ -395,11 +396,11 @@ class McpServer:
         key = principal_key(principal)
         async with self._admitting:
             held = self._connections.get(session_id)
-            if held is not None and session_id in self._manager._server_instances:
+            if held is not None and held_transport(self._manager, session_id) is not None:
                 return "resumed" if held.principal == key else "unknown"
             if not await self._catalog.resume(session_id, principal):
                 return "unknown"
-            self._connections[session_id] = _Connection(key, resumed=True)
+            self._connections[session_id] = _HeldConnection(key, resumed=True)
             if not await self._revive(session_id, scope):
                 self._connections.pop(session_id, None)
                 return "unknown"
@@ -425,8 +426,7 @@ class McpServer:
             retry_interval=manager.retry_interval,
             idle_timeout=manager.session_idle_timeout,
         )
-        manager._server_instances[session_id] = transport
-        manager._session_owners[session_id] = authorization_context(scope["user"])
+        adopt_transport(manager, session_id, transport, owner=scope["user"])
         body = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
         headers = [(name, value) for name, value in scope["headers"] if name in (b"host", b"origin")] + [
             (b"content-type", b"application/json"),
@@ -442,10 +442,10 @@ class McpServer:
             if message["type"] == "http.response.start":
                 status = message["status"]
 
-        await manager._serve_opening_request(transport, handshake, watch(stays_connected, None, first=body), send)
-        return 200 <= status < 300 and session_id in manager._server_instances
+        await serve_opening_request(manager, transport, handshake, watch(stays_connected, None, first=body), send)
+        return 200 <= status < 300 and held_transport(manager, session_id) is not None
 
-    async def _touch(self, session_id: str, connection: _Connection) -> None:
+    async def _touch(self, session_id: str, connection: _HeldConnection) -> None:
         self._connections.move_to_end(session_id)
         now = anyio.current_time()
         if now - connection.touched >= _TOUCH_EVERY_S:  # a durable store is written at most once a second
@@ -455,9 +455,7 @@ class McpServer:
     async def _discard(self, session_id: str) -> None:
         """Close the connection's transport in this process; the catalog keeps its record."""
         self._connections.pop(session_id, None)
-        transport = self._manager._server_instances.get(session_id)
-        if transport is not None:
-            await self._manager._discard_session(session_id, transport)
+        await discard_transport(self._manager, session_id)
 
     async def _end(self, session_id: str) -> None:
         """End the connection for good: its transport here and its record in the catalog."""
