@@ -35,12 +35,12 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 
-from .bindings import BindingCallback
-from .graph import InstalledOperation, OperationGraph
-from .operations import AccessLabel
-from .stubs import StubRenderer, StubsTooLong
-from .text import clip
-from .values import JsonValue
+from ..bindings import BindingCallback
+from ..graph import InstalledOperation, OperationGraph
+from ..operations import AccessLabel
+from ..text import clip
+from ..values import JsonValue
+from ._stubs import StubRenderer, StubsTooLong
 
 __all__ = [
     "DEFAULT_SEARCH_LIMIT",

@@ -24,9 +24,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
-from .access import RefusalReason
-from .graph import InstalledOperation
-from .text import clip
+from ..access import RefusalReason
+from ..graph import InstalledOperation
+from ..text import clip
 
 __all__ = ["REFUSAL", "StubRenderer", "StubsTooLong"]
 
