@@ -103,9 +103,9 @@ class Catalog:
         empty list or more than :data:`MAX_PHRASINGS` phrasings, and for a limit outside
         1..:data:`MAX_SEARCH_LIMIT`; ``TypeError`` for a query that is neither.
         """
-        return self._ranked(*self._checked(query, limit), limit)
+        return self.ranked(*self.checked_query(query, limit), limit)
 
-    def _checked(self, query: object, limit: object) -> tuple[list[str], list[list[str]]]:
+    def checked_query(self, query: object, limit: object) -> tuple[list[str], list[list[str]]]:
         """A search's phrasings and their stems, or the error naming what is wrong (cheap: sizes first).
 
         The first half of :meth:`search`, with its errors: a caller that ranks elsewhere (in a
@@ -143,10 +143,10 @@ class Catalog:
             )
         return texts, stems
 
-    def _ranked(self, texts: Sequence[str], stems: Sequence[Sequence[str]], limit: int) -> list[CatalogEntry]:
+    def ranked(self, texts: Sequence[str], stems: Sequence[Sequence[str]], limit: int) -> list[CatalogEntry]:
         """The second half of :meth:`search`: the best ``limit`` entries for phrasings already checked.
 
-        ``texts`` and ``stems`` are what :meth:`_checked` returned; nothing here checks
+        ``texts`` and ``stems`` are what :meth:`checked_query` returned; nothing here checks
         them again.
         """
         exact: list[int] = []
@@ -187,7 +187,7 @@ class Catalog:
         targets = self.targets[self._under(wanted)]
         if not targets:
             stems = distinct_stems(wanted)[:MAX_QUERY_WORDS]
-            close = ", ".join(entry.path for entry in self._ranked([wanted], [stems], 3)) if wanted else ""
+            close = ", ".join(entry.path for entry in self.ranked([wanted], [stems], 3)) if wanted else ""
             return f"# No operation or namespace {clip(path, 100)!r}." + (f" Close matches: {close}" if close else "")
         if len(targets) == 1:
             return render_bounded(list(targets), max_chars, prefix=wanted)

@@ -59,8 +59,8 @@ def forage_bindings(catalog: Catalog) -> dict[str, BindingCallback]:
             raise TypeError("forage.search(limit=...) must be an int")
         # Checked here, so a refused query (however large) never reaches a worker thread,
         # whose idle state keeps its last job alive.
-        texts, stems = catalog._checked(query, limit)
-        return await off_loop(lambda: [entry.to_json() for entry in catalog._ranked(texts, stems, limit)])  # type: ignore[misc]
+        texts, stems = catalog.checked_query(query, limit)
+        return await off_loop(lambda: [entry.to_json() for entry in catalog.ranked(texts, stems, limit)])  # type: ignore[misc]
 
     async def list_(value: JsonValue) -> JsonValue:
         prefix, _ = _arguments(value, "prefix", {}, default="")
