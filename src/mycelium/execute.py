@@ -31,7 +31,7 @@ from .discovery import (
     NamespaceStubs,
     SemanticRanker,
     forage_bindings,
-    namespace_tree,
+    namespace_outline,
     render_bounded,
 )
 from .errors import new_reference
@@ -869,7 +869,7 @@ def execute_description(
         else "Namespaces (operation counts). Find operations with `await forage.search([...])` "
         "(two or three phrasings of what you need), then `await forage.describe(\"path\")` for the exact "
         "signature:\n\n"
-        + namespace_tree(catalog, max_chars - len(rules) - 200)
+        + namespace_outline(catalog, max_chars - len(rules) - 200)
     )
     text = rules + body
     if len(text) > max_chars:

@@ -34,11 +34,11 @@ from ._catalog import (
 from ._entry import CatalogEntry
 from ._forage import FORAGE_MODULE_ID, FORAGE_STUB, forage_bindings
 from ._namespaces import NamespaceStubs
-from ._namespaces import namespace_tree as namespace_tree
+from ._namespaces import namespace_outline as namespace_outline
 from ._rendering import render_bounded as render_bounded
 from ._semantic import SemanticIndex, SemanticRanker, check_ranker, semantic_texts
 
-# namespace_tree and render_bounded serve the execute tool's description (mycelium.execute),
+# namespace_outline and render_bounded serve the execute tool's description (mycelium.execute),
 # not users: importable from here, and not listed.
 __all__ = [
     "DEFAULT_SEARCH_LIMIT",

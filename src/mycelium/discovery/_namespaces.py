@@ -15,7 +15,7 @@ from ._forage import FORAGE_STUB
 from ._stubs import STUB_HEADER, StubRenderer
 
 
-def namespace_tree(catalog: Catalog, max_chars: int) -> str:
+def namespace_outline(catalog: Catalog, max_chars: int) -> str:
     """The namespaces of ``catalog`` with their operation counts, bounded."""
     counts: Counter[str] = Counter()
     for entry in catalog.entries:
