@@ -756,8 +756,8 @@ def test_words_past_the_merge_budget_still_rank_the_documents_that_have_them(mon
     catalog = catalog_of(modules)
     unbounded = paths(catalog.search("archive handle record", 5))
     # Only the rarest word is merged in full: the common ones score the shortlist alone.
-    monkeypatch.setattr("mycelium.discovery._MERGE_BUDGET", 1)
-    monkeypatch.setattr("mycelium.discovery._SHORTLIST", 3)
+    monkeypatch.setattr("mycelium.discovery._ranking._MERGE_BUDGET", 1)
+    monkeypatch.setattr("mycelium.discovery._ranking._SHORTLIST", 3)
     bounded = paths(catalog.search("archive handle record", 5))
     assert bounded[0] == unbounded[0] == "big.archive_record"
     # Too few documents to answer: the next word is merged in full after all.

@@ -21,10 +21,10 @@ from pydantic import BaseModel, Field
 from mycelium import Access, Module, Runtime, operation
 from mycelium.access import AccessRefusal, RefusalReason
 from mycelium.discovery import Catalog
+from mycelium.discovery._stubs import MAX_DEPTH, REFUSAL, StubRenderer, StubsTooLong
 from mycelium.failures import SyntaxFailure
 from mycelium.graph import build_graph
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.stubs import MAX_DEPTH, REFUSAL, StubRenderer, StubsTooLong
 
 GOLDEN = Path(__file__).parent / "golden"
 TYPING_PRELUDE = "from typing import Any, Literal, TypedDict, NotRequired\n"

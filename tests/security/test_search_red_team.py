@@ -423,7 +423,7 @@ async def test_a_lease_whose_scope_is_cancelled_during_the_build_is_given_back(m
 async def test_one_runs_stuck_searches_never_queue_another_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     release = threading.Event()
     entered = threading.Semaphore(0)
-    ranked = Catalog._ranked
+    ranked = Catalog.ranked
 
     def gated(self: Catalog, texts: Sequence[str], stems: Any, limit: int) -> Any:
         if any("hog" in text for text in texts):
@@ -431,7 +431,7 @@ async def test_one_runs_stuck_searches_never_queue_another_runs(monkeypatch: pyt
             release.wait(30)
         return ranked(self, texts, stems, limit)
 
-    monkeypatch.setattr(Catalog, "_ranked", gated)
+    monkeypatch.setattr(Catalog, "ranked", gated)
     hog = "import asyncio\nreturn len(await asyncio.gather(*[forage.search(f'hog {i}') for i in range(20)]))"
     other = "return [e['path'] for e in await forage.search('refund', limit=1)]"
     async with Runtime(modules=shop(), sandbox=MontySandbox(), execution=ExecutionOptions(timeout_ms=30_000)) as rt:

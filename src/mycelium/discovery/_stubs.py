@@ -24,15 +24,17 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
-from .access import RefusalReason
-from .graph import InstalledOperation
-from .text import clip
+from ..access import RefusalReason
+from ..graph import InstalledOperation
+from ..text import clip
 
-__all__ = ["REFUSAL", "StubRenderer", "StubsTooLong"]
+__all__ = ["REFUSAL", "STUB_HEADER", "StubRenderer", "StubsTooLong"]
 
 MAX_DEPTH = 8
 REFUSAL = "Refusal"
 """The name of the type every stub's return type admits: what a refused call returns."""
+STUB_HEADER = "import builtins\nfrom typing import Any, Literal, NotRequired, TypedDict\n\n"
+"""What a stub file of operations rendered with ``qualified=True`` starts with: the imports its stubs use."""
 _MAX_COMMENT_CHARS = 120
 _MAX_RULE_CHARS = 160
 _MAX_PATTERN_CHARS = 60
