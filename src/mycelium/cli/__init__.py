@@ -44,11 +44,11 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .access import Access, ConfirmRequest
-from .checks import Finding, check_catalog
-from .errors import MyceliumError
-from .execute import ToolCall, ToolResult
-from .mcp import (
+from ..access import Access, ConfirmRequest
+from ..checks import Finding, check_catalog
+from ..errors import MyceliumError
+from ..execute import ToolCall, ToolResult
+from ..mcp import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
     McpAuthority,
@@ -60,10 +60,10 @@ from .mcp import (
     bearer_tokens,
     create_mcp,
 )
-from .mcp.config import McpConfigError, create_config_catalog, read_config
-from .modules import Module
-from .sources import MyceliumSourceError
-from .values import JsonValue, dumps_compact
+from ..mcp.config import McpConfigError, create_config_catalog, read_config
+from ..modules import Module
+from ..sources import MyceliumSourceError
+from ..values import JsonValue, dumps_compact
 
 __all__ = [
     "DEFAULT_ATTRIBUTE",
@@ -936,6 +936,3 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the ``mycelium`` command (``argv`` defaults to ``sys.argv[1:]``)."""
     cli(args=list(argv) if argv is not None else None, prog_name="mycelium")
 
-
-if __name__ == "__main__":
-    main()
