@@ -20,10 +20,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import gc
-import importlib
-import importlib.util
-import inspect
-import logging
 import os
 import secrets
 import signal
@@ -38,7 +34,6 @@ import anyio
 import typer
 import uvicorn
 from rich.console import Console
-from rich.logging import RichHandler
 from rich.markup import escape
 from starlette.applications import Starlette
 from starlette.routing import Route
@@ -60,10 +55,22 @@ from ..mcp import (
     bearer_tokens,
     create_mcp,
 )
-from ..mcp.config import McpConfigError, create_config_catalog, read_config
 from ..modules import Module
 from ..sources import MyceliumSourceError
 from ..values import JsonValue, dumps_compact
+from ._apps import (
+    DEFAULT_ATTRIBUTE,
+    EXIT_BAD_APP,
+    EXIT_FAILED,
+    AppError,
+    AppSpec,
+    aclose_catalog,
+    load_catalog,
+    parse_app,
+    resolve_catalog,
+)
+from ._console import logger, logging_to, say, say_marked, show
+from ._target import CONFIG_OPTION, Target, choose_target
 
 __all__ = [
     "DEFAULT_ATTRIBUTE",
@@ -78,8 +85,6 @@ __all__ = [
     "resolve_catalog",
 ]
 
-DEFAULT_ATTRIBUTE = "create_catalog"
-"""The attribute ``mycelium serve`` looks for when ``APP`` names none."""
 TOKEN_ENV = "MYCELIUM_TOKEN"
 LOCAL_PRINCIPAL = Member("local", "owner")
 """Who the served catalog's caller is: the token holder over HTTP, the launching client over stdio."""
@@ -87,13 +92,9 @@ MCP_PATH = "/mcp"
 GRACEFUL_SHUTDOWN_SECONDS = 10
 """How long a stop waits for requests still running before cancelling them."""
 
-# Exit codes: 2 like click's usage errors (the APP cannot be served), 1 when serving fails.
-EXIT_BAD_APP = 2
-EXIT_FAILED = 1
 
 T = TypeVar("T")
 
-logger = logging.getLogger("mycelium.cli")
 
 cli = typer.Typer(
     name="mycelium",
@@ -105,10 +106,6 @@ cli = typer.Typer(
 )
 
 
-class AppError(Exception):
-    """``APP`` cannot be served; the message says why, for the person who typed it."""
-
-
 class ServeError(Exception):
     """Serving failed (the port is taken, the server did not start); the message says why."""
 
@@ -118,200 +115,6 @@ class Transport(enum.StrEnum):
 
     http = "http"
     stdio = "stdio"
-
-
-CONFIG_OPTION = typer.Option(
-    "--config",
-    metavar="FILE",
-    help="An mcpServers JSON config (Claude Desktop's, Claude Code's .mcp.json, Cursor's mcp.json), "
-    "instead of APP: one catalog of every MCP server it names, owned by you. A relative cwd in it is "
-    "relative to the file's folder.",
-    dir_okay=False,
-    show_default=False,
-)
-
-
-# ---------------------------------------------------------------------------------------------
-# Loading APP
-
-
-@dataclass(frozen=True)
-class AppSpec:
-    """A parsed ``APP``: a module name or a ``.py`` file, and a (dotted) attribute."""
-
-    module: str | None
-    file: Path | None
-    attribute: str
-
-    def __str__(self) -> str:
-        return f"{self.file if self.file is not None else self.module}:{self.attribute}"
-
-
-def parse_app(app: str) -> AppSpec:
-    """Parse ``module:attribute``, ``path.py:attribute``, ``path.py`` or ``module``.
-
-    A target ending in ``.py`` or containing a path separator is a file; anything else a
-    module name. The attribute defaults to :data:`DEFAULT_ATTRIBUTE`.
-    """
-    target, colon, attribute = app.rpartition(":")
-    if not colon:
-        target, attribute = app, DEFAULT_ATTRIBUTE
-    if not target:
-        raise AppError(f"APP {app!r} names no module or file; expected module:attribute or path.py:attribute")
-    if not attribute or not all(part.isidentifier() for part in attribute.split(".")):
-        raise AppError(f"APP {app!r}: {attribute!r} is not an attribute name")
-    if target.endswith(".py") or "/" in target or os.sep in target:
-        return AppSpec(module=None, file=Path(target), attribute=attribute)
-    if not all(part.isidentifier() for part in target.split(".")):
-        raise AppError(f"APP {app!r}: {target!r} is neither a module name nor a .py file")
-    return AppSpec(module=target, file=None, attribute=attribute)
-
-
-def _describe(exc: BaseException) -> str:
-    """One line for an exception raised by the app's own code, with where it was raised."""
-    where = ""
-    frames = inspect.getinnerframes(exc.__traceback__) if exc.__traceback__ is not None else []
-    if frames:
-        where = f" (at {frames[-1].filename}:{frames[-1].lineno})"
-    return f"{type(exc).__name__}: {exc}{where}"
-
-
-def _import(spec: AppSpec) -> object:
-    if spec.file is not None:
-        path = spec.file.resolve()
-        if not path.is_file():
-            raise AppError(f"no such file: {spec.file}")
-        # The file's module name is its stem, unless that would replace a module already loaded.
-        name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else f"_mycelium_app_{path.stem}"
-        loader_spec = importlib.util.spec_from_file_location(name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise AppError(f"cannot load {spec.file} as a Python module")
-        module = importlib.util.module_from_spec(loader_spec)
-        # Like `python app.py`: the file's folder comes first, so it can import its neighbours;
-        # and the module is registered before it runs, so pydantic can resolve its annotations.
-        sys.path.insert(0, str(path.parent))
-        sys.modules[name] = module
-        try:
-            loader_spec.loader.exec_module(module)
-        except Exception as exc:
-            del sys.modules[name]
-            raise AppError(f"loading {spec.file} raised {_describe(exc)}") from exc
-        return module
-    assert spec.module is not None
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        # The `mycelium` script's own folder is sys.path[0], not the current one.
-        sys.path.insert(0, os.getcwd())
-    try:
-        return importlib.import_module(spec.module)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (spec.module == exc.name or spec.module.startswith(exc.name + ".")):
-            raise AppError(f"no module named {exc.name!r} (APP {spec})") from exc
-        raise AppError(f"importing {spec.module} raised {_describe(exc)}") from exc
-    except Exception as exc:
-        raise AppError(f"importing {spec.module} raised {_describe(exc)}") from exc
-
-
-def _is_catalog(value: object) -> bool:
-    # A class satisfies the protocol's attribute check too; only an instance is a catalog.
-    return isinstance(value, McpCatalogProvider) and not isinstance(value, type)
-
-
-async def resolve_catalog(value: object, where: str) -> McpCatalogProvider:
-    """``value`` itself if it is a catalog, else the catalog its zero-argument factory returns.
-
-    A catalog is an :class:`~mycelium.mcp.McpCatalog` (from ``create_mcp_catalog``) or any
-    other :class:`~mycelium.mcp.McpCatalogProvider`.
-    """
-    if _is_catalog(value):
-        assert isinstance(value, McpCatalogProvider)
-        return value
-    if not callable(value):
-        raise AppError(f"{where} is a {type(value).__name__}, not an McpCatalog or a factory returning one")
-    try:
-        inspect.signature(value).bind()
-    except TypeError:
-        raise AppError(f"{where} must be callable with no arguments to make the catalog") from None
-    except ValueError:
-        pass  # a builtin without a signature: just call it
-    try:
-        made: Any = value()
-        if inspect.isawaitable(made):
-            made = await made
-    except Exception as exc:
-        raise AppError(f"calling {where} raised {_describe(exc)}") from exc
-    if not _is_catalog(made):
-        closer = getattr(made, "aclose", None)
-        if callable(closer):
-            with contextlib.suppress(Exception):
-                await closer()
-        raise AppError(
-            f"{where} returned a {type(made).__name__}, not an McpCatalog "
-            "(make one with mycelium.mcp.create_mcp_catalog)"
-        )
-    assert isinstance(made, McpCatalogProvider)
-    return made
-
-
-async def aclose_catalog(catalog: McpCatalogProvider) -> None:
-    """Close ``catalog`` if it can be closed (an ``McpCatalog`` closes its runtimes and sandbox)."""
-    closer = getattr(catalog, "aclose", None)
-    if callable(closer):
-        await closer()
-
-
-async def load_catalog(app: str) -> McpCatalogProvider:
-    """Import ``APP`` and return its catalog, calling (and awaiting) a factory. Raises :class:`AppError`."""
-    spec = parse_app(app)
-    value: object = _import(spec)
-    walked: list[str] = []
-    for part in spec.attribute.split("."):
-        walked.append(part)
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            target = spec.file if spec.file is not None else spec.module
-            raise AppError(f"{target} has no attribute {'.'.join(walked)!r}") from None
-    return await resolve_catalog(value, str(spec))
-
-
-@dataclass(frozen=True)
-class Target:
-    """What a verb serves or runs against: ``APP``, or an ``mcpServers`` config file."""
-
-    app: str | None = None
-    config: Path | None = None
-
-    async def load(self) -> tuple[McpCatalogProvider, str]:
-        """The catalog, and how to name it to a person (no secret). Raises :class:`AppError`."""
-        if self.config is None:
-            assert self.app is not None
-            return await load_catalog(self.app), self.app
-        try:
-            servers = read_config(self.config)
-            catalog = create_config_catalog(servers)
-        except McpConfigError as exc:
-            raise AppError(f"{self.config}: {exc}") from None
-        keys = [key if key.isprintable() else repr(key) for key in (server.key for server in servers)]
-        count = f"{len(keys)} MCP server{'' if len(keys) == 1 else 's'}"
-        return catalog, f"{count} from {self.config.name} ({', '.join(keys)})"
-
-    def launch_args(self) -> list[str]:
-        """The arguments that serve this target again from any folder."""
-        if self.config is None:
-            assert self.app is not None
-            return [_app_for_launch(self.app)]
-        return ["--config", str(self.config.resolve())]
-
-
-def _choose(app: str | None, config: Path | None, *rest: str | None) -> tuple[Target, tuple[str | None, ...]]:
-    """``APP`` or ``--config FILE``, exactly one; with ``--config`` the arguments after APP move up one place."""
-    if config is None:
-        if app is None:
-            raise typer.BadParameter("give APP, or --config FILE for an mcpServers config", param_hint="APP")
-        return Target(app=app), rest
-    if (rest[-1] if rest else app) is not None:
-        raise typer.BadParameter("give APP or --config FILE, not both", param_hint="APP / --config")
-    return Target(config=config), (app, *rest[:-1]) if rest else ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,14 +132,6 @@ def _launcher() -> list[str]:
     if script.is_file():
         return [str(script)]
     return [sys.executable, "-m", "mycelium.cli"]
-
-
-def _app_for_launch(app: str) -> str:
-    """``APP`` with a file target made absolute, so it works from any folder."""
-    spec = parse_app(app)
-    if spec.file is None:
-        return app
-    return f"{spec.file.resolve()}:{spec.attribute}"
 
 
 def _print_banner(
@@ -568,42 +363,6 @@ async def _serve(target: Target, *, transport: Transport, name: str, http: _Http
     logger.info("stopped")
 
 
-_NOISY_LOGGERS = ("uvicorn", "mcp", "httpx", "httpx2", "sse_starlette")
-
-
-@contextlib.contextmanager
-def _logging_to(console: Console, level: str) -> Iterator[None]:
-    """Send logs to ``console`` at ``level`` while serving; restore the previous set-up afterwards.
-
-    Restoring matters when ``main()`` runs inside another program (tests, a host's own tool).
-    """
-    numeric = logging.getLevelNamesMapping()[level.upper()]
-    root = logging.getLogger()
-    saved_handlers, saved_level = root.handlers[:], root.level
-    noisy = [logging.getLogger(name) for name in _NOISY_LOGGERS]
-    saved_noisy = [each.level for each in noisy]
-    handler: logging.Handler
-    if console.is_terminal:
-        handler = RichHandler(console=console, show_path=False)
-    else:
-        # A log file or a client's log pane: one plain line per record, never wrapped or padded.
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.handlers = [handler]
-    root.setLevel(numeric)
-    if numeric > logging.DEBUG:
-        # Per-request chatter from the server libraries; their warnings and errors still show.
-        for each in noisy:
-            each.setLevel(max(numeric, logging.WARNING))
-    try:
-        yield
-    finally:
-        root.handlers = saved_handlers
-        root.setLevel(saved_level)
-        for each, saved in zip(noisy, saved_noisy, strict=True):
-            each.setLevel(saved)
-
-
 @cli.callback()
 def _root() -> None:
     """Mycelium: typed host operations for AI agents, through one sandboxed execute tool."""
@@ -663,7 +422,7 @@ def serve(
     format Claude Desktop, Claude Code and Cursor use); the person running this command owns
     them all. The config's secrets (env, headers) are never printed.
     """
-    target, _ = _choose(app, config)
+    target, _ = choose_target(app, config)
     err = Console(stderr=True, soft_wrap=True)
     # In stdio mode stdout carries the protocol, so everything for people goes to stderr.
     out = err if transport is Transport.stdio else Console(soft_wrap=True)
@@ -683,7 +442,7 @@ def serve(
     if token is None:
         token = secrets.token_urlsafe(32)
     try:
-        with _logging_to(err, log_level):
+        with logging_to(err, log_level):
             anyio.run(
                 lambda: _serve(
                     target,
@@ -761,7 +520,7 @@ def _against_app(work: Callable[[], Awaitable[T]]) -> T:
     """
     err = Console(stderr=True, soft_wrap=True)
     try:
-        with _logging_to(err, "warning"):
+        with logging_to(err, "warning"):
             return anyio.run(work, backend="asyncio")
     except AppError as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
@@ -787,25 +546,6 @@ def _local(work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
     return result
 
 
-def _show(value: object) -> None:
-    """A JSON value: pretty on a terminal, one line of compact JSON when piped."""
-    out = Console(soft_wrap=True)
-    if out.is_terminal:
-        out.print_json(data=value)
-    else:
-        sys.stdout.write(dumps_compact(value) + "\n")  # type: ignore[arg-type]  # an execute's value is JSON
-
-
-def _say(text: str) -> None:
-    """Text for a person, as it is."""
-    _say_marked(escape(text))
-
-
-def _say_marked(markup: str) -> None:
-    """Text for a person with rich markup (colour on a terminal, plain when piped); escape what is not ours."""
-    Console(soft_wrap=True).print(markup, highlight=False)
-
-
 @cli.command("exec")
 def exec_(
     app: Annotated[str | None, APP_ARGUMENT] = None,
@@ -823,7 +563,7 @@ def exec_(
 
     With --config FILE, the one argument is the program's FILE: exec --config FILE [FILE].
     """
-    target, (file,) = _choose(app, config, file)
+    target, (file,) = choose_target(app, config, file)
     if (code is None) == (file is None):
         raise typer.BadParameter("give the program once: --code CODE, a FILE, or - for stdin", param_hint="FILE")
     if code is None:
@@ -834,7 +574,7 @@ def exec_(
             raise typer.BadParameter(f"cannot read {file}: {exc.__class__.__name__}", param_hint="FILE") from None
     program = code
     result = _local(lambda: run_program(target, program, approve=approve))
-    _show(result.value)
+    show(result.value)
 
 
 @cli.command()
@@ -852,12 +592,12 @@ def describe(
 
     With --config FILE, the one argument is the PATH: describe --config FILE [PATH].
     """
-    target, (path,) = _choose(app, config, path)
+    target, (path,) = choose_target(app, config, path)
     if path is None:
-        _say(_local(lambda: _description(target)).text)
+        say(_local(lambda: _description(target)).text)
     else:
         program = f"return await forage.describe({dumps_compact(path)})"
-        _say(str(_local(lambda: run_program(target, program, approve=False)).value))
+        say(str(_local(lambda: run_program(target, program, approve=False)).value))
 
 
 async def _description(target: Target) -> ToolResult:
@@ -887,7 +627,7 @@ def search(
     if config is not None and app is not None:  # with --config, every argument is a phrasing
         phrasings.insert(0, app)
         app = None
-    target, _ = _choose(app, config)
+    target, _ = choose_target(app, config)
     if not phrasings:
         raise typer.BadParameter("say what you need", param_hint="QUERY")
     asked: JsonValue = phrasings[0] if len(phrasings) == 1 else [*phrasings]
@@ -895,7 +635,7 @@ def search(
     result = _local(lambda: run_program(target, program, approve=False))
     hits = [hit for hit in result.value if isinstance(hit, dict)] if isinstance(result.value, list) else []
     lines = [f"{hit.get('path')}  {hit.get('description') or ''}".rstrip() for hit in hits]
-    _say("\n".join(lines) or "(nothing found)")
+    say("\n".join(lines) or "(nothing found)")
 
 
 @cli.command()
@@ -911,14 +651,14 @@ def check(
     Warnings: an operation without a description, a description over budget, an operation
     without an output type. Exit code 1 when there is an error (or, with --strict, a warning).
     """
-    target, _ = _choose(app, config)
+    target, _ = choose_target(app, config)
     findings = _against_app(lambda: _findings(target))
     for finding in findings:
         colour = {"error": "bold red", "warning": "yellow", "note": "cyan"}[finding.severity]
         where, message = escape(finding.where), escape(finding.message)
-        _say_marked(f"[{colour}]{finding.severity}:[/] {where}: {message} \\[{finding.code}]")
+        say_marked(f"[{colour}]{finding.severity}:[/] {where}: {message} \\[{finding.code}]")
     counts = {severity: sum(1 for f in findings if f.severity == severity) for severity in ("error", "warning")}
-    _say(f"{counts['error']} errors, {counts['warning']} warnings")
+    say(f"{counts['error']} errors, {counts['warning']} warnings")
     if counts["error"] or (strict and counts["warning"]):
         raise typer.Exit(EXIT_FAILED)
 
@@ -935,4 +675,3 @@ async def _findings(target: Target) -> list[Finding]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the ``mycelium`` command (``argv`` defaults to ``sys.argv[1:]``)."""
     cli(args=list(argv) if argv is not None else None, prog_name="mycelium")
-
