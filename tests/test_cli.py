@@ -165,7 +165,7 @@ def test_serve_says_when_the_mcp_server_fails_to_start_and_exits_1(
         async def close(self) -> None:
             pass
 
-    monkeypatch.setattr("mycelium.cli.create_mcp", lambda **_: Unstartable())
+    monkeypatch.setattr("mycelium.cli._http.create_mcp", lambda **_: Unstartable())
     result = CliRunner().invoke(cli, ["serve", f"{app_name(app_dir)}.py", "--port", "0"])
     assert result.exit_code == 1, result.stdout + result.stderr
     assert "the server failed to start" in result.stderr

@@ -1,0 +1,169 @@
+"""Loading ``APP``: from ``module:attribute`` or ``path/to/app.py:attribute`` to a catalog.
+
+Every verb starts here, and an ``APP`` that cannot be served is an :class:`AppError`: one
+line for the person who typed it, never a traceback, and exit code :data:`EXIT_BAD_APP`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..mcp import McpCatalogProvider
+
+DEFAULT_ATTRIBUTE = "create_catalog"
+"""The attribute ``mycelium serve`` looks for when ``APP`` names none."""
+
+# Exit codes: 2 like click's usage errors (the APP cannot be served), 1 when serving fails.
+EXIT_BAD_APP = 2
+EXIT_FAILED = 1
+
+
+class AppError(Exception):
+    """``APP`` cannot be served; the message says why, for the person who typed it."""
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """A parsed ``APP``: a module name or a ``.py`` file, and a (dotted) attribute."""
+
+    module: str | None
+    file: Path | None
+    attribute: str
+
+    def __str__(self) -> str:
+        return f"{self.file if self.file is not None else self.module}:{self.attribute}"
+
+
+def parse_app(app: str) -> AppSpec:
+    """Parse ``module:attribute``, ``path.py:attribute``, ``path.py`` or ``module``.
+
+    A target ending in ``.py`` or containing a path separator is a file; anything else a
+    module name. The attribute defaults to :data:`DEFAULT_ATTRIBUTE`.
+    """
+    target, colon, attribute = app.rpartition(":")
+    if not colon:
+        target, attribute = app, DEFAULT_ATTRIBUTE
+    if not target:
+        raise AppError(f"APP {app!r} names no module or file; expected module:attribute or path.py:attribute")
+    if not attribute or not all(part.isidentifier() for part in attribute.split(".")):
+        raise AppError(f"APP {app!r}: {attribute!r} is not an attribute name")
+    if target.endswith(".py") or "/" in target or os.sep in target:
+        return AppSpec(module=None, file=Path(target), attribute=attribute)
+    if not all(part.isidentifier() for part in target.split(".")):
+        raise AppError(f"APP {app!r}: {target!r} is neither a module name nor a .py file")
+    return AppSpec(module=target, file=None, attribute=attribute)
+
+
+async def load_catalog(app: str) -> McpCatalogProvider:
+    """Import ``APP`` and return its catalog, calling (and awaiting) a factory. Raises :class:`AppError`."""
+    spec = parse_app(app)
+    value: object = _import(spec)
+    walked: list[str] = []
+    for part in spec.attribute.split("."):
+        walked.append(part)
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            target = spec.file if spec.file is not None else spec.module
+            raise AppError(f"{target} has no attribute {'.'.join(walked)!r}") from None
+    return await resolve_catalog(value, str(spec))
+
+
+async def resolve_catalog(value: object, where: str) -> McpCatalogProvider:
+    """``value`` itself if it is a catalog, else the catalog its zero-argument factory returns.
+
+    A catalog is an :class:`~mycelium.mcp.McpCatalog` (from ``create_mcp_catalog``) or any
+    other :class:`~mycelium.mcp.McpCatalogProvider`.
+    """
+    if _is_catalog(value):
+        assert isinstance(value, McpCatalogProvider)
+        return value
+    if not callable(value):
+        raise AppError(f"{where} is a {type(value).__name__}, not an McpCatalog or a factory returning one")
+    try:
+        inspect.signature(value).bind()
+    except TypeError:
+        raise AppError(f"{where} must be callable with no arguments to make the catalog") from None
+    except ValueError:
+        pass  # a builtin without a signature: just call it
+    try:
+        made: Any = value()
+        if inspect.isawaitable(made):
+            made = await made
+    except Exception as exc:
+        raise AppError(f"calling {where} raised {_describe(exc)}") from exc
+    if not _is_catalog(made):
+        closer = getattr(made, "aclose", None)
+        if callable(closer):
+            with contextlib.suppress(Exception):
+                await closer()
+        raise AppError(
+            f"{where} returned a {type(made).__name__}, not an McpCatalog "
+            "(make one with mycelium.mcp.create_mcp_catalog)"
+        )
+    assert isinstance(made, McpCatalogProvider)
+    return made
+
+
+async def aclose_catalog(catalog: McpCatalogProvider) -> None:
+    """Close ``catalog`` if it can be closed (an ``McpCatalog`` closes its runtimes and sandbox)."""
+    closer = getattr(catalog, "aclose", None)
+    if callable(closer):
+        await closer()
+
+
+def _import(spec: AppSpec) -> object:
+    if spec.file is not None:
+        path = spec.file.resolve()
+        if not path.is_file():
+            raise AppError(f"no such file: {spec.file}")
+        # The file's module name is its stem, unless that would replace a module already loaded.
+        name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else f"_mycelium_app_{path.stem}"
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise AppError(f"cannot load {spec.file} as a Python module")
+        module = importlib.util.module_from_spec(loader_spec)
+        # Like `python app.py`: the file's folder comes first, so it can import its neighbours;
+        # and the module is registered before it runs, so pydantic can resolve its annotations.
+        sys.path.insert(0, str(path.parent))
+        sys.modules[name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[name]
+            raise AppError(f"loading {spec.file} raised {_describe(exc)}") from exc
+        return module
+    assert spec.module is not None
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        # The `mycelium` script's own folder is sys.path[0], not the current one.
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(spec.module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (spec.module == exc.name or spec.module.startswith(exc.name + ".")):
+            raise AppError(f"no module named {exc.name!r} (APP {spec})") from exc
+        raise AppError(f"importing {spec.module} raised {_describe(exc)}") from exc
+    except Exception as exc:
+        raise AppError(f"importing {spec.module} raised {_describe(exc)}") from exc
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an exception raised by the app's own code, with where it was raised."""
+    where = ""
+    frames = inspect.getinnerframes(exc.__traceback__) if exc.__traceback__ is not None else []
+    if frames:
+        where = f" (at {frames[-1].filename}:{frames[-1].lineno})"
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _is_catalog(value: object) -> bool:
+    # A class satisfies the protocol's attribute check too; only an instance is a catalog.
+    return isinstance(value, McpCatalogProvider) and not isinstance(value, type)

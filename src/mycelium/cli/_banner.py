@@ -1,0 +1,73 @@
+"""What ``mycelium serve`` prints once it serves over HTTP: where, with which token, and how to connect.
+
+It is printed for a person to copy from: the URL, an MCP Inspector command, and the config
+snippets for agents that connect over HTTP and for those that launch the server over stdio.
+A token the operator chose is never shown, only where it came from.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from ._target import Target
+
+TOKEN_ENV = "MYCELIUM_TOKEN"
+"""Where ``serve --token`` is read from when it is not given; the banner names it, never its value."""
+
+
+def print_banner(
+    out: Console, *, target: Target, label: str, name: str, url: str, token: str, token_source: str, cwd: str
+) -> None:
+    """Print how to reach the server at ``url``; ``token_source`` says whether the token may be shown."""
+    if token_source == "generated":
+        shown, note = token, f"generated for this run; set {TOKEN_ENV} to choose one"
+        header = f"Bearer {token}"
+        shell_header = header
+    else:
+        # The operator chose this secret; keep it out of terminals and logs.
+        placeholder = f"${TOKEN_ENV}" if token_source == "env" else "<token>"
+        shown, note = "(not shown)", f"from {TOKEN_ENV}" if token_source == "env" else "from --token"
+        header = f"Bearer <{TOKEN_ENV if token_source == 'env' else 'token'}>"
+        shell_header = f"Bearer {placeholder}"
+    out.print(f"[bold]Mycelium[/] is serving [bold]{escape(label)}[/] over MCP (Streamable HTTP)")
+    out.print(f"  URL    {escape(url)}")
+    out.print(f"  Token  {escape(shown)}  [dim]({escape(note)})[/]")
+    out.print()
+    out.print("[bold]MCP Inspector[/] (command line):")
+    inspector = (
+        f"npx -y @modelcontextprotocol/inspector --cli {url} "
+        f'--header "Authorization: {shell_header}" --method tools/list'
+    )
+    out.print(f"  {escape(inspector)}", highlight=False)
+    out.print()
+    out.print("[bold]Agents that connect over HTTP[/] (e.g. Claude Code's .mcp.json, Cursor's mcp.json):")
+    http_config = {"mcpServers": {name: {"type": "http", "url": url, "headers": {"Authorization": header}}}}
+    out.print_json(data=http_config)
+    out.print()
+    out.print(
+        "[bold]Desktop agents that launch servers[/] (e.g. Claude Desktop's claude_desktop_config.json), over stdio:"
+    )
+    launch = _launcher()
+    stdio_config = {
+        "mcpServers": {
+            name: {
+                "command": launch[0],
+                "args": [*launch[1:], "serve", *target.launch_args(), "--transport", "stdio", "--cwd", cwd],
+            }
+        }
+    }
+    out.print_json(data=stdio_config)
+    out.print()
+    out.print("Press Ctrl-C to stop.")
+
+
+def _launcher() -> list[str]:
+    """How another program starts this command: the installed script, else ``python -m mycelium.cli``."""
+    script = Path(sys.executable).parent / "mycelium"
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-m", "mycelium.cli"]

@@ -1,0 +1,75 @@
+"""What the command writes for people: its logs on stderr, and the values and text a verb prints.
+
+Output depends on where it goes: a terminal gets colour and pretty JSON, a pipe, a log file
+or a client's log pane gets plain lines that are never wrapped or padded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+
+from ..values import dumps_compact
+
+# The name people read in every log line of the command, whichever of its modules logs.
+logger = logging.getLogger("mycelium.cli")
+
+_NOISY_LOGGERS = ("uvicorn", "mcp", "httpx", "httpx2", "sse_starlette")
+
+
+@contextlib.contextmanager
+def logging_to(console: Console, level: str) -> Iterator[None]:
+    """Send logs to ``console`` at ``level`` while serving; restore the previous set-up afterwards.
+
+    Restoring matters when ``main()`` runs inside another program (tests, a host's own tool).
+    """
+    numeric = logging.getLevelNamesMapping()[level.upper()]
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    noisy = [logging.getLogger(name) for name in _NOISY_LOGGERS]
+    saved_noisy = [each.level for each in noisy]
+    handler: logging.Handler
+    if console.is_terminal:
+        handler = RichHandler(console=console, show_path=False)
+    else:
+        # A log file or a client's log pane: one plain line per record, never wrapped or padded.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.handlers = [handler]
+    root.setLevel(numeric)
+    if numeric > logging.DEBUG:
+        # Per-request chatter from the server libraries; their warnings and errors still show.
+        for each in noisy:
+            each.setLevel(max(numeric, logging.WARNING))
+    try:
+        yield
+    finally:
+        root.handlers = saved_handlers
+        root.setLevel(saved_level)
+        for each, saved in zip(noisy, saved_noisy, strict=True):
+            each.setLevel(saved)
+
+
+def show(value: object) -> None:
+    """A JSON value: pretty on a terminal, one line of compact JSON when piped."""
+    out = Console(soft_wrap=True)
+    if out.is_terminal:
+        out.print_json(data=value)
+    else:
+        sys.stdout.write(dumps_compact(value) + "\n")  # type: ignore[arg-type]  # an execute's value is JSON
+
+
+def say(text: str) -> None:
+    """Text for a person, as it is."""
+    say_marked(escape(text))
+
+
+def say_marked(markup: str) -> None:
+    """Text for a person with rich markup (colour on a terminal, plain when piped); escape what is not ours."""
+    Console(soft_wrap=True).print(markup, highlight=False)

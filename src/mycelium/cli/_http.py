@@ -1,0 +1,172 @@
+"""Serving over Streamable HTTP: the catalog at ``/mcp`` with uvicorn, behind a bearer token.
+
+The socket is bound before anything is announced, so the URL printed (with the real port
+when the port asked for is 0) already answers; a stop closes the MCP streams first, then
+gives uvicorn :data:`GRACEFUL_SHUTDOWN_SECONDS` to finish the requests still running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+
+import anyio
+import uvicorn
+from rich.console import Console
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ..mcp import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, McpCatalogProvider, McpServer, bearer_tokens, create_mcp
+from ._banner import print_banner
+from ._owner import LOCAL_PRINCIPAL
+from ._signals import stop_on_signal
+from ._target import Target
+
+MCP_PATH = "/mcp"
+GRACEFUL_SHUTDOWN_SECONDS = 10
+"""How long a stop waits for requests still running before cancelling them."""
+
+
+class ServeError(Exception):
+    """Serving failed (the port is taken, the server did not start); the message says why."""
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Where and how `serve` listens over HTTP."""
+
+    host: str
+    port: int
+    token: str
+    token_source: str
+    """"generated", "env" or "option": whether the banner may show the token."""
+    allow_hosts: Sequence[str]
+
+
+async def serve_http(
+    catalog: McpCatalogProvider, *, target: Target, label: str, name: str, http: HttpOptions, out: Console
+) -> None:
+    """Serve ``catalog`` until a signal stops it; the banner goes to ``out``. Raises :class:`ServeError`."""
+    host, token, allow_hosts = http.host, http.token, http.allow_hosts
+    server = create_mcp(
+        catalog=catalog,
+        authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}),
+        name=name,
+        allowed_hosts=[*LOOPBACK_HOSTS, *(f"{allowed}:*" for allowed in allow_hosts)],
+        allowed_origins=[
+            *LOOPBACK_ORIGINS,
+            *(f"{scheme}://{allowed}:*" for allowed in allow_hosts for scheme in ("http", "https")),
+        ],
+    )
+    sock = _bind(host, http.port)
+    bound_port = sock.getsockname()[1]
+    # A wildcard address listens on loopback too; that is the address a local client can use.
+    url = _url({"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host), bound_port)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with server.running():
+            # What is loaded by now lives as long as the server: keep it out of every later
+            # full collection, which otherwise walks the SDK's objects and stalls the loop.
+            gc.freeze()
+            # Printed only now: the socket already listens, and the MCP server is ready.
+            print_banner(
+                out,
+                target=target,
+                label=label,
+                name=name,
+                url=url,
+                token=token,
+                token_source=http.token_source,
+                cwd=os.getcwd(),
+            )
+            yield
+
+    web_app = Starlette(routes=[Route(MCP_PATH, _AsgiEndpoint(server))], lifespan=lifespan)
+    web = _Uvicorn(
+        uvicorn.Config(
+            web_app,
+            lifespan="on",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )
+    )
+    stop = anyio.Event()
+
+    def force() -> None:
+        web.force_exit = True
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_on_signal, stop, force)
+
+            async def stop_when_asked() -> None:
+                await stop.wait()
+                # Close the MCP streams first: an open event stream would hold uvicorn's
+                # shutdown until its grace period ends.
+                await server.close()
+                web.should_exit = True
+
+            tg.start_soon(stop_when_asked)
+            # uvicorn exits the process (SystemExit) when the app's startup fails.
+            with contextlib.suppress(SystemExit):
+                await web.serve(sockets=[sock])
+            tg.cancel_scope.cancel()
+    finally:
+        sock.close()
+        await server.close()
+    if not web.started:
+        # Raised here, outside the task group, so it is not wrapped in an exception group.
+        raise ServeError("the server failed to start (see the log above)")
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket, so the URL printed (with the real port when ``port`` is 0) is already reachable."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ServeError(f"cannot listen on {host}:{port}: {exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc}") from exc
+    return sock
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{MCP_PATH}"
+
+
+class _AsgiEndpoint:
+    """``server.asgi`` as a Starlette route endpoint.
+
+    Starlette treats a function or bound method as a request handler; an object with
+    ``__call__`` is mounted as a plain ASGI app, which is what ``server.asgi`` is.
+    """
+
+    def __init__(self, server: McpServer) -> None:
+        self._server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._server.asgi(scope, receive, send)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server without its signal handling: the CLI stops it, in order, itself."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield

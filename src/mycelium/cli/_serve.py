@@ -1,0 +1,148 @@
+"""The ``serve`` verb: its options and their checks, and serving the target over the transport chosen.
+
+Over Streamable HTTP (the default) the catalog is served at ``/mcp`` behind a bearer token;
+over stdio to the one client that launched the process. Either way, a bad APP is one line
+and exit code 2, serving that fails one line and exit code 1, Ctrl-C while APP loads 130.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError, aclose_catalog
+from ._banner import TOKEN_ENV
+from ._console import logger, logging_to
+from ._http import HttpOptions, ServeError, serve_http
+from ._stdio import serve_stdio
+from ._target import CONFIG_OPTION, Target, choose_target
+
+
+class Transport(enum.StrEnum):
+    """How ``mycelium serve`` talks to clients."""
+
+    http = "http"
+    stdio = "stdio"
+
+
+def serve(
+    ctx: typer.Context,
+    app: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="APP",
+            help=f"module:attribute or path/to/app.py[:attribute] (default attribute: {DEFAULT_ATTRIBUTE}), "
+            "naming an McpCatalog or a zero-argument factory (sync or async) returning one. "
+            "Leave it out with --config.",
+            show_default=False,
+        ),
+    ] = None,
+    config: Annotated[Path | None, CONFIG_OPTION] = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on (HTTP).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on (HTTP); 0 picks a free one.")] = 8000,
+    transport: Annotated[
+        Transport, typer.Option(help="http: Streamable HTTP at /mcp. stdio: for clients that launch the server.")
+    ] = Transport.http,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar=TOKEN_ENV,
+            show_envvar=True,
+            help="Bearer token clients must send (HTTP). Prefer the environment variable: a command line "
+            "is visible to other users. Without one, a token is generated and printed.",
+            show_default=False,
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option(help="Server name announced to clients.")] = "mycelium",
+    cwd: Annotated[
+        Path | None,
+        typer.Option(
+            help="Change to this folder first (for clients that launch the server from elsewhere).",
+            file_okay=False,
+            exists=True,
+        ),
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error (logs go to stderr).")] = "info",
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A host name or address clients may reach the server by, besides loopback (HTTP; repeatable). "
+            "Its Host and Origin headers are then accepted.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Serve APP's catalog, or every server in an mcpServers config, over MCP: Streamable HTTP at /mcp or stdio.
+
+    With --config FILE, one execute tool serves all the MCP servers the config names (the
+    format Claude Desktop, Claude Code and Cursor use); the person running this command owns
+    them all. The config's secrets (env, headers) are never printed.
+    """
+    target, _ = choose_target(app, config)
+    err = Console(stderr=True, soft_wrap=True)
+    # In stdio mode stdout carries the protocol, so everything for people goes to stderr.
+    out = err if transport is Transport.stdio else Console(soft_wrap=True)
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise typer.BadParameter(f"{log_level!r} is not one of debug, info, warning, error", param_hint="--log-level")
+    if cwd is not None:
+        os.chdir(cwd)
+    for allowed in allow_host or ():
+        if not allowed or any(char.isspace() or char in "/@" for char in allowed):
+            raise typer.BadParameter(f"{allowed!r} is not a host name or address", param_hint="--allow-host")
+    if token is not None and not token.strip():
+        raise typer.BadParameter("the token may not be empty", param_hint=f"--token / {TOKEN_ENV}")
+    source = ctx.get_parameter_source("token")
+    # typer bundles its own click, so the source is compared by name.
+    from_env = source is not None and source.name == "ENVIRONMENT"
+    token_source = "generated" if token is None else "env" if from_env else "option"
+    if token is None:
+        token = secrets.token_urlsafe(32)
+    try:
+        with logging_to(err, log_level):
+            anyio.run(
+                lambda: _serve_target(
+                    target,
+                    transport=transport,
+                    name=name,
+                    http=HttpOptions(host, port, token, token_source, tuple(allow_host or ())),
+                    out=out,
+                ),
+                backend="asyncio",
+            )
+    except AppError as exc:
+        err.print(f"[bold red]Error:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_BAD_APP) from None
+    except ServeError as exc:
+        err.print(f"[bold red]Error:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_FAILED) from None
+    except KeyboardInterrupt:
+        # Ctrl-C before serving began (while the app was loading): nothing was served.
+        err.print("Interrupted.")
+        raise typer.Exit(130) from None
+
+
+async def _serve_target(target: Target, *, transport: Transport, name: str, http: HttpOptions, out: Console) -> None:
+    # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
+    redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
+    with redirect:
+        catalog, label = await target.load()
+    try:
+        if transport is Transport.stdio:
+            logger.info("serving %s", label)
+            await serve_stdio(catalog, name=name)
+        else:
+            await serve_http(catalog, target=target, label=label, name=name, http=http, out=out)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await aclose_catalog(catalog)
+    logger.info("stopped")
