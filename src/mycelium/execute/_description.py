@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from ..discovery import Catalog, namespace_tree, render_bounded
+from ..discovery import Catalog, namespace_outline, render_bounded
 from ..modules import GUEST_IMPORTS
 from ..tool_calls import ToolDefinition
 
@@ -52,7 +52,7 @@ def execute_description(
         if stubs is not None
         else "Namespaces (operation counts). Find operations with `await forage.search([...])` "
         '(two or three phrasings of what you need), then `await forage.describe("path")` for the exact '
-        "signature:\n\n" + namespace_tree(catalog, max_chars - len(rules) - 200)
+        "signature:\n\n" + namespace_outline(catalog, max_chars - len(rules) - 200)
     )
     text = rules + body
     if len(text) > max_chars:
