@@ -74,24 +74,22 @@ async def main() -> None:
         folder = Path(scratch)
         async with MontySandbox() as sandbox:
             store = SqliteSuspensions(folder / "suspensions.db")
-            first = make_runtime(folder, sandbox, store)
-            async with first.lease() as lease:
-                paused = await lease.execute_tool.run(PROGRAM, tool_call_id="call-1")
-            await first.close()
+            async with make_runtime(folder, sandbox, store) as first:
+                async with first.lease() as lease:
+                    paused = await lease.execute_tool.run(PROGRAM, tool_call_id="call-1")
             await store.aclose()
             assert paused.suspension is not None
             print("model reads:", paused.text.split(" (suspension")[0])
 
             store = SqliteSuspensions(folder / "suspensions.db")  # a new process would do exactly this
-            restarted = make_runtime(folder, sandbox, store)
-            pending = await restarted.suspension(paused.suspension.id)
-            assert pending is not None
-            print(f"person is asked: {pending.path} {pending.arguments}")
-            result = await restarted.resume(pending.id, approved=True)
-            for line in result.logs:
-                print("program printed:", line)
-            print("result:", result.text)
-            await restarted.close()
+            async with make_runtime(folder, sandbox, store) as restarted:
+                pending = await restarted.suspension(paused.suspension.id)
+                assert pending is not None
+                print(f"person is asked: {pending.path} {pending.arguments}")
+                result = await restarted.resume(pending.id, approved=True)
+                for line in result.logs:
+                    print("program printed:", line)
+                print("result:", result.text)
             await store.aclose()
 
 

@@ -141,27 +141,27 @@ async def test_deadline_with_a_sandbox_that_ignores_the_abort_is_unacknowledged_
 async def test_close_waits_for_unacknowledged_work_to_settle() -> None:
     ignored = Probe(ignore)
     options = ExecutionOptions(timeout_ms=100, abort_grace_ms=50)
-    runtime = Runtime(sandbox=ProbeSandbox(ignored=ignored), execution=options)
-    async with runtime.lease() as lease:
-        result = await lease.execute_tool.run("ignored")
-    assert result.failure == DeadlineExceeded(timeout_ms=100, acknowledged=False)
+    async with Runtime(sandbox=ProbeSandbox(ignored=ignored), execution=options) as runtime:
+        async with runtime.lease() as lease:
+            result = await lease.execute_tool.run("ignored")
+        assert result.failure == DeadlineExceeded(timeout_ms=100, acknowledged=False)
 
-    closed = anyio.Event()
-    settled_when_closed: list[bool] = []
+        closed = anyio.Event()
+        settled_when_closed: list[bool] = []
 
-    async def close() -> None:
-        await runtime.close()
-        settled_when_closed.append(ignored.settled.is_set())
-        closed.set()
+        async def close() -> None:
+            await runtime.close()
+            settled_when_closed.append(ignored.settled.is_set())
+            closed.set()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(close)
-        await anyio.wait_all_tasks_blocked()
-        assert runtime.closed
-        assert not closed.is_set()  # still waiting for the backing work
-        ignored.release.set()
-        await closed.wait()
-    assert settled_when_closed == [True]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(close)
+            await anyio.wait_all_tasks_blocked()
+            assert runtime.closed
+            assert not closed.is_set()  # still waiting for the backing work
+            ignored.release.set()
+            await closed.wait()
+        assert settled_when_closed == [True]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,25 +176,25 @@ async def test_caller_abort_mid_run_is_cancelled_acknowledged_as_the_sandbox_set
     controller = AbortController()
     evidence = Evidence()
     options = ExecutionOptions(timeout_ms=30_000, abort_grace_ms=50)
-    runtime = Runtime(sandbox=ProbeSandbox(p=program), execution=options, on_sandbox_failure=evidence)
-    try:
-        async with runtime.lease() as lease, anyio.create_task_group() as tg:
-            results: list[ToolResult] = []
+    async with Runtime(sandbox=ProbeSandbox(p=program), execution=options, on_sandbox_failure=evidence) as runtime:
+        try:
+            async with runtime.lease() as lease, anyio.create_task_group() as tg:
+                results: list[ToolResult] = []
 
-            async def go() -> None:
-                results.append(await lease.execute_tool.run("p", signal=controller.signal))
+                async def go() -> None:
+                    results.append(await lease.execute_tool.run("p", signal=controller.signal))
 
-            tg.start_soon(go)
-            await program.started.wait()
-            controller.abort("user pressed stop")
-        assert results[0].failure == Cancelled(acknowledged=acknowledged, by="caller")
-        assert program.signal is not None
-        assert program.signal.aborted
-        assert program.settled.is_set() is acknowledged
-        assert evidence.one.failure == results[0].failure
-    finally:
-        program.release.set()
-        await runtime.close()
+                tg.start_soon(go)
+                await program.started.wait()
+                controller.abort("user pressed stop")
+            assert results[0].failure == Cancelled(acknowledged=acknowledged, by="caller")
+            assert program.signal is not None
+            assert program.signal.aborted
+            assert program.settled.is_set() is acknowledged
+            assert evidence.one.failure == results[0].failure
+        finally:
+            program.release.set()
+            await runtime.close()
 
 
 async def test_a_late_success_after_the_callers_abort_is_cancelled() -> None:
@@ -226,30 +226,30 @@ async def test_cancelling_the_awaiting_task_aborts_the_signal_and_reports_cancel
     program = Probe(behaviour)
     evidence = Evidence()
     options = ExecutionOptions(timeout_ms=30_000, abort_grace_ms=50)
-    runtime = Runtime(sandbox=ProbeSandbox(p=program), execution=options, on_sandbox_failure=evidence)
-    returned = False
-    try:
-        async with runtime.lease() as lease, anyio.create_task_group() as tg:
-            scope = anyio.CancelScope()
+    async with Runtime(sandbox=ProbeSandbox(p=program), execution=options, on_sandbox_failure=evidence) as runtime:
+        returned = False
+        try:
+            async with runtime.lease() as lease, anyio.create_task_group() as tg:
+                scope = anyio.CancelScope()
 
-            async def go() -> None:
-                nonlocal returned
-                with scope:
-                    await lease.execute_tool.run("p", tool_call_id="call-1")
-                    returned = True
+                async def go() -> None:
+                    nonlocal returned
+                    with scope:
+                        await lease.execute_tool.run("p", tool_call_id="call-1")
+                        returned = True
 
-            tg.start_soon(go)
-            await program.started.wait()
-            assert program.signal is not None
-            assert not program.signal.aborted
-            scope.cancel()
-        assert not returned
-        assert program.signal.aborted
-        assert evidence.one.failure == Cancelled(acknowledged=acknowledged, by="caller")
-        assert evidence.one.tool_call_id == "call-1"
-    finally:
-        program.release.set()
-        await runtime.close()
+                tg.start_soon(go)
+                await program.started.wait()
+                assert program.signal is not None
+                assert not program.signal.aborted
+                scope.cancel()
+            assert not returned
+            assert program.signal.aborted
+            assert evidence.one.failure == Cancelled(acknowledged=acknowledged, by="caller")
+            assert evidence.one.tool_call_id == "call-1"
+        finally:
+            program.release.set()
+            await runtime.close()
 
 
 @pytest.mark.parametrize(

@@ -189,12 +189,9 @@ def test_notes_app_keeps_its_data_under_mycelium_data_dir_or_the_default_folder(
 async def test_notes_app_catalog_grants_write_on_the_same_module_objects_every_time(
     notes_app: ModuleType, tmp_path: Path
 ) -> None:
-    catalog = notes_app.create_catalog(tmp_path)
-    try:
+    async with notes_app.create_catalog(tmp_path) as catalog:
         first = await catalog.refresh(Member("local", "owner"))
         second = await catalog.refresh(Member("someone", "guest"))
-    finally:
-        await catalog.aclose()
     assert first.grants == {"example-notes": "write"}
     assert len(first.sources) == len(second.sources) == 1
     assert first.sources[0] is second.sources[0]

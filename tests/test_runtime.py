@@ -122,15 +122,15 @@ async def test_acquire_after_close_raises_runtime_closed() -> None:
 
 
 async def test_close_waits_until_every_held_lease_is_released() -> None:
-    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox())
-    lease = await runtime.acquire()
-    async with closing(runtime) as closed:
-        assert runtime.closed
-        assert not closed.is_set(), "close() returned while a lease was still held"
-        with pytest.raises(RuntimeClosed):
-            await runtime.acquire()
-        await lease.release()
-    assert closed.is_set()
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox()) as runtime:
+        lease = await runtime.acquire()
+        async with closing(runtime) as closed:
+            assert runtime.closed
+            assert not closed.is_set(), "close() returned while a lease was still held"
+            with pytest.raises(RuntimeClosed):
+                await runtime.acquire()
+            await lease.release()
+        assert closed.is_set()
 
 
 async def test_release_waits_for_an_execute_already_running_on_the_lease() -> None:
@@ -226,34 +226,34 @@ async def forget_a_lease(runtime: Runtime) -> Lease:
 async def test_close_warns_after_the_configured_wait_naming_each_unreleased_lease_and_where_it_was_acquired(
     warned: Captured,
 ) -> None:
-    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=20)
-    forgotten = await forget_a_lease(runtime)
-    async with runtime.lease():  # released before close: never named
-        pass
-    async with closing(runtime) as closed:
-        with anyio.fail_after(10):
-            await warned.close_warned.wait()
-        assert not closed.is_set()
-        [message] = warned.messages
-        assert message.startswith("runtime.close() has waited 0.02 s for 1 unreleased lease(s): ")
-        assert "the lease of revision 1 acquired at " in message
-        line = forget_a_lease.__code__.co_firstlineno + 1
-        assert f"{__file__}:{line} in forget_a_lease <- {__file__}:" in message
-        assert "in test_close_warns_after_the_configured_wait" in message
-        assert "async with runtime.lease()" in message
-        await forgotten.release()
-    assert closed.is_set()
-    assert len(warned.messages) == 1  # said once, not repeated
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=20) as runtime:
+        forgotten = await forget_a_lease(runtime)
+        async with runtime.lease():  # released before close: never named
+            pass
+        async with closing(runtime) as closed:
+            with anyio.fail_after(10):
+                await warned.close_warned.wait()
+            assert not closed.is_set()
+            [message] = warned.messages
+            assert message.startswith("runtime.close() has waited 0.02 s for 1 unreleased lease(s): ")
+            assert "the lease of revision 1 acquired at " in message
+            line = forget_a_lease.__code__.co_firstlineno + 1
+            assert f"{__file__}:{line} in forget_a_lease <- {__file__}:" in message
+            assert "in test_close_warns_after_the_configured_wait" in message
+            assert "async with runtime.lease()" in message
+            await forgotten.release()
+        assert closed.is_set()
+        assert len(warned.messages) == 1  # said once, not repeated
 
 
 async def test_a_close_that_ends_before_the_warning_wait_logs_nothing(warned: Captured) -> None:
-    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=60_000)
-    lease = await runtime.acquire()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(runtime.close)
-        await anyio.wait_all_tasks_blocked()
-        await lease.release()
-    assert warned.messages == []
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=60_000) as runtime:
+        lease = await runtime.acquire()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runtime.close)
+            await anyio.wait_all_tasks_blocked()
+            await lease.release()
+        assert warned.messages == []
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, "5000", True])
@@ -263,50 +263,52 @@ def test_close_warning_ms_must_be_a_positive_int(value: object) -> None:
 
 
 async def test_a_lease_garbage_collected_unreleased_warns_and_gives_its_hold_back(warned: Captured) -> None:
-    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=60_000)
-    lease = await forget_a_lease(runtime)
-    gc.disable()  # collected inside pytest.warns, not by chance just before
-    try:
-        del lease
-        with pytest.warns(ResourceWarning, match="revision 1 acquired at .* garbage-collected without being released"):
-            gc.collect()
-    finally:
-        gc.enable()
-    with anyio.fail_after(10):
-        await runtime.close()  # the lost lease's hold was given back: close() does not hang
-    [message] = warned.messages
-    assert "was garbage-collected without being released" in message
-    assert f"{__file__}:" in message
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox(), close_warning_ms=60_000) as runtime:
+        lease = await forget_a_lease(runtime)
+        gc.disable()  # collected inside pytest.warns, not by chance just before
+        try:
+            del lease
+            with pytest.warns(
+                ResourceWarning, match="revision 1 acquired at .* garbage-collected without being released"
+            ):
+                gc.collect()
+        finally:
+            gc.enable()
+        with anyio.fail_after(10):
+            await runtime.close()  # the lost lease's hold was given back: close() does not hang
+        [message] = warned.messages
+        assert "was garbage-collected without being released" in message
+        assert f"{__file__}:" in message
 
 
 async def test_a_released_lease_that_is_collected_warns_nothing(warned: Captured) -> None:
-    runtime = Runtime(modules=[demo_module()], sandbox=rejecting_sandbox())
-    lease: Lease | None = await runtime.acquire()
-    assert lease is not None
-    await lease.release()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        del lease
-        gc.collect()
-    await runtime.close()
-    assert warned.messages == []
+    async with Runtime(modules=[demo_module()], sandbox=rejecting_sandbox()) as runtime:
+        lease: Lease | None = await runtime.acquire()
+        assert lease is not None
+        await lease.release()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            del lease
+            gc.collect()
+        await runtime.close()
+        assert warned.messages == []
 
 
 async def test_close_warns_about_sandbox_runs_still_settling_after_an_unacknowledged_stop(warned: Captured) -> None:
     ignored = Probe(ignore)
     options = ExecutionOptions(timeout_ms=50, abort_grace_ms=10)
-    runtime = Runtime(sandbox=ProbeSandbox(p=ignored), execution=options, close_warning_ms=20)
-    async with runtime.lease() as lease:
-        result = await lease.execute_tool.run("p")
-    assert result.failure is not None
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(runtime.close)
-        with anyio.fail_after(10):
-            await warned.close_warned.wait()
-        ignored.release.set()
-    [message] = warned.messages
-    assert "1 sandbox run(s) still settling" in message
-    assert "ctx.signal.aborted" in message
+    async with Runtime(sandbox=ProbeSandbox(p=ignored), execution=options, close_warning_ms=20) as runtime:
+        async with runtime.lease() as lease:
+            result = await lease.execute_tool.run("p")
+        assert result.failure is not None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runtime.close)
+            with anyio.fail_after(10):
+                await warned.close_warned.wait()
+            ignored.release.set()
+        [message] = warned.messages
+        assert "1 sandbox run(s) still settling" in message
+        assert "ctx.signal.aborted" in message
 
 
 async def test_an_acquire_that_fails_after_capturing_gives_everything_back_and_close_returns() -> None:
@@ -325,10 +327,10 @@ async def test_an_acquire_that_fails_after_capturing_gives_everything_back_and_c
         def guest_notes(self) -> str:
             raise RuntimeError("the notes are broken")
 
-    runtime = Runtime(sources=[source(id="live", acquire=acquire)], sandbox=BrokenNotes(None))
-    with pytest.raises(RuntimeError, match="the notes are broken"):
-        await runtime.acquire()
-    assert runtime.leases_held == 0
-    with anyio.fail_after(5):
-        await runtime.close()
-    assert released == ["v1"]
+    async with Runtime(sources=[source(id="live", acquire=acquire)], sandbox=BrokenNotes(None)) as runtime:
+        with pytest.raises(RuntimeError, match="the notes are broken"):
+            await runtime.acquire()
+        assert runtime.leases_held == 0
+        with anyio.fail_after(5):
+            await runtime.close()
+        assert released == ["v1"]

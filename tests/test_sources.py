@@ -311,15 +311,15 @@ async def test_a_failed_acquisition_is_never_an_empty_success() -> None:
         [ledger.source("computer", before=refuse)],
         [ledger.source("fine"), source(id="wrong", acquire=not_acquired)],
     ):
-        runtime = Runtime(sources=sources, sandbox=direct_sandbox(whoami_all))
-        leases = []
-        with pytest.raises(MyceliumSourceError) as caught:
-            leases.append(await runtime.acquire())
-        assert leases == []
-        assert caught.value.phase == "acquire"
-        with pytest.raises(MyceliumSourceError):
-            await runtime.invoke("mod-computer", "whoami")
-        await runtime.close()
+        async with Runtime(sources=sources, sandbox=direct_sandbox(whoami_all)) as runtime:
+            leases = []
+            with pytest.raises(MyceliumSourceError) as caught:
+                leases.append(await runtime.acquire())
+            assert leases == []
+            assert caught.value.phase == "acquire"
+            with pytest.raises(MyceliumSourceError):
+                await runtime.invoke("mod-computer", "whoami")
+            await runtime.close()
     # The well-behaved source of the second runtime was unwound each time it was acquired.
     assert ledger.acquired() == ["fine@1", "fine@2"]
     assert ledger.released() == ["fine@1", "fine@2"]
@@ -682,14 +682,16 @@ async def test_a_release_that_fails_is_raised_from_lease_release() -> None:
 async def test_a_release_that_fails_is_raised_from_close() -> None:
     ledger = Ledger()
     cause = OSError("subscription stuck")
-    runtime = Runtime(sources=[ledger.source("flaky", release_error=lambda: cause)], sandbox=rejecting_sandbox())
-    async with runtime.lease():
-        pass
-    with pytest.raises(MyceliumSourceError) as caught:
-        await runtime.close()
-    assert caught.value.phase == "release"
-    assert caught.value.source_id == "flaky"
-    assert caught.value.__cause__ is cause
+    async with Runtime(
+        sources=[ledger.source("flaky", release_error=lambda: cause)], sandbox=rejecting_sandbox()
+    ) as runtime:
+        async with runtime.lease():
+            pass
+        with pytest.raises(MyceliumSourceError) as caught:
+            await runtime.close()
+        assert caught.value.phase == "release"
+        assert caught.value.source_id == "flaky"
+        assert caught.value.__cause__ is cause
 
 
 async def test_several_release_failures_in_one_close_are_an_exception_group_and_all_are_attempted() -> None:
@@ -700,18 +702,18 @@ async def test_several_release_failures_in_one_close_are_an_exception_group_and_
         ledger.source("b"),
         ledger.source("c", release_error=lambda: causes["c"]),
     ]
-    runtime = Runtime(sources=sources, sandbox=rejecting_sandbox())
-    async with runtime.lease():
-        pass
-    with pytest.raises(ExceptionGroup) as caught:
-        await runtime.close()
-    errors = caught.value.exceptions
-    assert all(isinstance(error, MyceliumSourceError) for error in errors)
-    assert [(error.source_id, error.phase, error.__cause__) for error in errors] == [  # type: ignore[attr-defined]
-        ("c", "release", causes["c"]),
-        ("a", "release", causes["a"]),
-    ]
-    assert ledger.released() == ["c@1", "b@1", "a@1"]
+    async with Runtime(sources=sources, sandbox=rejecting_sandbox()) as runtime:
+        async with runtime.lease():
+            pass
+        with pytest.raises(ExceptionGroup) as caught:
+            await runtime.close()
+        errors = caught.value.exceptions
+        assert all(isinstance(error, MyceliumSourceError) for error in errors)
+        assert [(error.source_id, error.phase, error.__cause__) for error in errors] == [  # type: ignore[attr-defined]
+            ("c", "release", causes["c"]),
+            ("a", "release", causes["a"]),
+        ]
+        assert ledger.released() == ["c@1", "b@1", "a@1"]
 
 
 async def test_a_release_failure_while_unwinding_a_failed_acquire_is_raised_with_the_acquire_failure() -> None:
@@ -738,28 +740,28 @@ async def test_a_release_failure_while_unwinding_a_failed_acquire_is_raised_with
 
 async def test_close_stops_acquisitions_waits_for_held_leases_then_releases_in_reverse_acquisition_order() -> None:
     ledger = Ledger()
-    runtime = Runtime(sources=[ledger.source("b"), ledger.source("a")], sandbox=direct_sandbox(whoami_all))
-    l1 = await runtime.acquire()  # acquires a@1, b@1
-    ledger.context("a").invalidate()
-    l2 = await runtime.acquire()  # acquires a@2 after b@1: reverse acquisition order is a@2, b@1
-    assert ledger.acquired() == ["a@1", "b@1", "a@2"]
-    async with closing(runtime) as closed:
-        assert runtime.closed
-        assert not closed.is_set(), "close() settled while two leases were held"
-        with pytest.raises(RuntimeClosed):
-            await runtime.acquire()
-        assert ledger.released() == []
-        assert (await l1.execute_tool.run("whoami")).value == {"a": "a@1", "b": "b@1"}
+    async with Runtime(sources=[ledger.source("b"), ledger.source("a")], sandbox=direct_sandbox(whoami_all)) as runtime:
+        l1 = await runtime.acquire()  # acquires a@1, b@1
+        ledger.context("a").invalidate()
+        l2 = await runtime.acquire()  # acquires a@2 after b@1: reverse acquisition order is a@2, b@1
+        assert ledger.acquired() == ["a@1", "b@1", "a@2"]
+        async with closing(runtime) as closed:
+            assert runtime.closed
+            assert not closed.is_set(), "close() settled while two leases were held"
+            with pytest.raises(RuntimeClosed):
+                await runtime.acquire()
+            assert ledger.released() == []
+            assert (await l1.execute_tool.run("whoami")).value == {"a": "a@1", "b": "b@1"}
 
-        await l1.release()  # a@1 is stale and only l1 used it
-        await anyio.wait_all_tasks_blocked()
-        assert ledger.released() == ["a@1"]
-        assert not closed.is_set(), "close() settled while a lease was held"
+            await l1.release()  # a@1 is stale and only l1 used it
+            await anyio.wait_all_tasks_blocked()
+            assert ledger.released() == ["a@1"]
+            assert not closed.is_set(), "close() settled while a lease was held"
 
-        await l2.release()
-    assert closed.is_set()
-    assert ledger.released() == ["a@1", "a@2", "b@1"]
-    assert len(ledger.acquired()) == 3
+            await l2.release()
+        assert closed.is_set()
+        assert ledger.released() == ["a@1", "a@2", "b@1"]
+        assert len(ledger.acquired()) == 3
 
 
 # --------------------------------------------------------------------------- cancellation
@@ -911,47 +913,49 @@ async def test_cancelling_an_acquire_while_it_releases_a_stale_snapshot_leaks_no
     # cancelled there. The caller gets no lease, so nothing may keep a@2 from being released.
     sources = SlowReleases()
     sources.slow.add("a@1")
-    runtime = Runtime(sources=[sources.source("a")], sandbox=direct_sandbox(whoami_all))
-    async with runtime.lease():
-        pass
-    sources.contexts["a"][-1].invalidate()
-    outcome: list[object] = []
+    async with Runtime(sources=[sources.source("a")], sandbox=direct_sandbox(whoami_all)) as runtime:
+        async with runtime.lease():
+            pass
+        sources.contexts["a"][-1].invalidate()
+        outcome: list[object] = []
 
-    async def attempt() -> None:
-        outcome.append(await runtime.acquire())
+        async def attempt() -> None:
+            outcome.append(await runtime.acquire())
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(attempt)
-        await sources.entered.wait()
-        await anyio.wait_all_tasks_blocked()
-        tg.cancel_scope.cancel()
-        sources.gate.set()
-    for lease in outcome:
-        await lease.release()  # type: ignore[attr-defined]
-    await runtime.close()
-    assert [what for kind, what in sources.events if kind == "acquire"] == ["a@1", "a@2"]
-    assert sources.released().count("a@2") == 1, f"a@2 was never released: {sources.events}"
-    assert sources.released().count("a@1") <= 1
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(attempt)
+            await sources.entered.wait()
+            await anyio.wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()
+            sources.gate.set()
+        for lease in outcome:
+            await lease.release()  # type: ignore[attr-defined]
+        await runtime.close()
+        assert [what for kind, what in sources.events if kind == "acquire"] == ["a@1", "a@2"]
+        assert sources.released().count("a@2") == 1, f"a@2 was never released: {sources.events}"
+        assert sources.released().count("a@1") <= 1
 
 
 async def test_a_cancelled_lease_release_still_releases_every_stale_snapshot() -> None:
     sources = SlowReleases()
     sources.slow.add("b@1")
-    runtime = Runtime(sources=[sources.source("a"), sources.source("b")], sandbox=direct_sandbox(whoami_all))
-    l1 = await runtime.acquire()
-    sources.contexts["a"][-1].invalidate()
-    sources.contexts["b"][-1].invalidate()
-    l2 = await runtime.acquire()
+    async with Runtime(
+        sources=[sources.source("a"), sources.source("b")], sandbox=direct_sandbox(whoami_all)
+    ) as runtime:
+        l1 = await runtime.acquire()
+        sources.contexts["a"][-1].invalidate()
+        sources.contexts["b"][-1].invalidate()
+        l2 = await runtime.acquire()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(l1.release)  # releases b@1 (held at the gate), then a@1
-        await sources.entered.wait()
-        await anyio.wait_all_tasks_blocked()
-        tg.cancel_scope.cancel()
-        sources.gate.set()
-    await l2.release()
-    await runtime.close()
-    released = sources.released()
-    for label in ("a@1", "a@2", "b@2"):
-        assert released.count(label) == 1, f"{label} was not released exactly once: {sources.events}"
-    assert released.count("b@1") <= 1
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(l1.release)  # releases b@1 (held at the gate), then a@1
+            await sources.entered.wait()
+            await anyio.wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()
+            sources.gate.set()
+        await l2.release()
+        await runtime.close()
+        released = sources.released()
+        for label in ("a@1", "a@2", "b@2"):
+            assert released.count(label) == 1, f"{label} was not released exactly once: {sources.events}"
+        assert released.count("b@1") <= 1

@@ -69,7 +69,9 @@ class SourcesMachine(RuleBasedStateMachine):
         self.last_revision = 0
         self.every_lease: list[Lease] = []
         self.closed = False
-        self.runtime: Runtime = self.run(self._make_runtime())
+        self._stop, self._entered = self.run(self._make_events())
+        self._hosting = self.loop.create_task(self._host())
+        self.runtime: Runtime = self.run(self._started())
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coroutine)
@@ -81,8 +83,24 @@ class SourcesMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ the system under test
 
-    async def _make_runtime(self) -> Runtime:
-        return Runtime(sources=[self._source(source_id) for source_id in SOURCE_IDS], sandbox=direct_sandbox(_versions))
+    async def _make_events(self) -> tuple[anyio.Event, anyio.Event]:
+        return anyio.Event(), anyio.Event()
+
+    async def _host(self) -> None:
+        """Run the runtime in a task of its own: every rule runs in another task of the loop."""
+        sources = [self._source(source_id) for source_id in SOURCE_IDS]
+        async with Runtime(sources=sources, sandbox=direct_sandbox(_versions)) as runtime:
+            self._running = runtime
+            self._entered.set()
+            await self._stop.wait()
+
+    async def _started(self) -> Runtime:
+        await self._entered.wait()
+        return self._running
+
+    async def _stopped(self) -> None:
+        self._stop.set()
+        await self._hosting
 
     def _source(self, source_id: str) -> Any:
         async def acquire(context: AcquireContext) -> Acquired:
@@ -273,6 +291,7 @@ class SourcesMachine(RuleBasedStateMachine):
                     if not stray.released and id(stray) not in held:
                         self.run(stray.release())
                 self.run(self._close())
+            self.run(self._stopped())
             self._check_all_released()
             assert self.violations == []
         finally:

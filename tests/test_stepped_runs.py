@@ -60,14 +60,14 @@ def notes_module() -> Module:
 
 @pytest.fixture
 async def runtimes() -> AsyncIterator[tuple[Runtime, Runtime]]:
-    async with MontySandbox(max_sleep_ms=50, max_total_sleep_ms=80) as sandbox:
-        fed = Runtime(modules=[notes_module()], sandbox=sandbox, access=Access(confirm=defer))
-        stepped = Runtime(
+    async with (
+        MontySandbox(max_sleep_ms=50, max_total_sleep_ms=80) as sandbox,
+        Runtime(modules=[notes_module()], sandbox=sandbox, access=Access(confirm=defer)) as fed,
+        Runtime(
             modules=[notes_module()], sandbox=sandbox, access=Access(confirm=defer), suspensions=Suspensions()
-        )
+        ) as stepped,
+    ):
         yield fed, stepped
-        await fed.close()
-        await stepped.close()
 
 
 def observed(result: ToolResult) -> tuple[object, ...]:

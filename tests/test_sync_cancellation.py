@@ -90,13 +90,13 @@ async def sync_host(blocker: Blocker) -> AsyncIterator[tuple[Runtime, WatchedMon
     sandbox = WatchedMonty(blocker)
     await sandbox.__aenter__()  # warm: the deadline must not be spent starting worker processes
     options = ExecutionOptions(timeout_ms=TIMEOUT_MS, abort_grace_ms=GRACE_MS, sandbox_capacity=1, admission_wait_ms=50)
-    runtime = Runtime(modules=[slow], sandbox=sandbox, execution=options)
-    try:
-        yield runtime, sandbox
-    finally:
-        blocker.release.set()
-        with anyio.fail_after(SETTLE_BOUND_S):
-            await runtime.close()
+    async with Runtime(modules=[slow], sandbox=sandbox, execution=options) as runtime:
+        try:
+            yield runtime, sandbox
+        finally:
+            blocker.release.set()
+            with anyio.fail_after(SETTLE_BOUND_S):
+                await runtime.close()
 
 
 async def test_a_sync_operation_past_the_deadline_is_unacknowledged_and_holds_its_slot_until_it_returns() -> None:

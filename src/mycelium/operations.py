@@ -14,6 +14,7 @@ import copy
 import functools
 import inspect
 import json
+import math
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
@@ -477,20 +478,22 @@ async def _in_thread(call: Callable[[], object]) -> object:
     and the runtime's close) waits for the real work, and the thread keeps its limiter
     token until it is done. Operations stop early by polling ``ctx.signal``.
 
-    The thread is awaited by a child task: a cancellation of this task (an anyio scope, or
-    asyncio's own ``task.cancel()``) reaches the child only through its task group, where
-    anyio holds it until the thread is done.
+    The token is taken here, where waiting for it is cancellable; the thread is awaited by a
+    child task, which a cancellation of this task (an anyio scope, or asyncio's own
+    ``task.cancel()``) reaches only through its task group, where anyio holds it until the
+    thread is done.
     """
     returned: list[object] = []
     raised: list[Exception] = []
 
     async def run() -> None:
         try:
-            returned.append(await anyio.to_thread.run_sync(call))
-        except Exception as exc:  # raised here below, as the call's own, not in an exception group
+            # The thread runs on the token this call already holds: its own limiter never waits.
+            returned.append(await anyio.to_thread.run_sync(call, limiter=anyio.CapacityLimiter(math.inf)))
+        except Exception as exc:  # raised below, as the call's own, not in an exception group
             raised.append(exc)
 
-    async with anyio.create_task_group() as group:
+    async with anyio.to_thread.current_default_thread_limiter(), anyio.create_task_group() as group:
         group.start_soon(run)
     if raised:
         raise raised[0]

@@ -153,7 +153,7 @@ class Runtime:
         self._running: _Running | None = None
         self._entered = False
         self._exit = AsyncExitStack()
-        self._closing: anyio.Event | None = None
+        self._closed = False
         self._announced_limits: set[str] = set()
         self._announce_unenforced_limits(sandbox)
 
@@ -165,7 +165,7 @@ class Runtime:
     @property
     def closed(self) -> bool:
         """Whether closing has begun: no new leases are handed out."""
-        return self._closing is not None
+        return self._closed
 
     @property
     def leases_held(self) -> int:
@@ -218,7 +218,7 @@ class Runtime:
             self._running = None
 
     def _run_state(self) -> _Running:
-        if self._closing is not None:
+        if self._closed:
             raise RuntimeClosed("the runtime is closed; it hands out no more leases")
         if self._running is None:
             raise RuntimeError(
@@ -290,13 +290,13 @@ class Runtime:
         return build.view
 
     async def _build(self, revision: Revision, build: _ViewBuild) -> None:
-        notes = getattr(self.sandbox, "guest_notes", None)
         sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
         try:
+            notes = getattr(self.sandbox, "guest_notes", None)
             view = await anyio.to_thread.run_sync(
                 functools.partial(RevisionView.build, revision.graph, notes, sources, self._semantic)
             )
-        except Exception as exc:
+        except Exception as exc:  # every acquire waiting for it gets it; the task itself ends quietly
             build.error = exc
             logger.debug("building a revision's view failed", exc_info=exc)
         else:
@@ -414,28 +414,23 @@ class Runtime:
 
         Clean-up waits for sandbox work that is still settling (a run whose stop was not
         acknowledged keeps its slot until then), then closes the sources and the sandbox.
-        Leaving ``async with`` calls it; calling it again waits for the first call. Awaiting
-        ``close()`` in a task that still holds a lease never returns: release the lease
-        first (``async with`` does this for you).
+        Leaving ``async with`` calls it; each step is idempotent, so calling it again (after
+        a close that was cancelled half-way, say) finishes what is left. Awaiting ``close()``
+        in a task that still holds a lease never returns: release the lease first
+        (``async with`` does this for you).
         """
-        if self._closing is not None:
-            await self._closing.wait()
-            return
-        self._closing = anyio.Event()
+        self._closed = True
+        running = self._running
+        if running is not None:
+            await self._wait_or_warn(running.leases.wait_idle, running.leases.describe_held)
+            for build in list(self._building.values()):  # builds whose acquires all gave up
+                await build.done.wait()
+            await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
         try:
-            running = self._running
-            if running is not None:
-                await self._wait_or_warn(running.leases.wait_idle, running.leases.describe_held)
-                for build in list(self._building.values()):  # builds whose acquires all gave up
-                    await build.done.wait()
-                await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
-            try:
-                await self._capabilities.close()
-            finally:
-                if self._owns_sandbox:
-                    await close_sandbox(self.sandbox)
+            await self._capabilities.close()
         finally:
-            self._closing.set()
+            if self._owns_sandbox:
+                await close_sandbox(self.sandbox)
 
     async def _wait_or_warn(self, wait: Callable[[], Awaitable[None]], waiting_for: Callable[[], str]) -> None:
         # A forgotten lease or a thread that never returns would make close() hang without a word.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import uuid
+from contextlib import AsyncExitStack
 
 import anyio
 import pytest
@@ -86,30 +87,31 @@ CONCURRENT_BURNERS = [CPU_BURNERS["while-true-pass"], CPU_BURNERS["huge-power"],
 
 
 async def attack_then_check(state: HostState) -> None:
-    host = Host(state=state)
-    runtime = await host.open(sandbox_capacity=4, pool_size=4)
-    children_before = child_pids()
-    burned: list[Outcome] = []
+    async with AsyncExitStack() as running:
+        host = Host(state=state, running=running)
+        runtime = await host.open(sandbox_capacity=4, pool_size=4)
+        children_before = child_pids()
+        burned: list[Outcome] = []
 
-    async def burn(code: str) -> None:
-        burned.append(await host.run(code, runtime))
+        async def burn(code: str) -> None:
+            burned.append(await host.run(code, runtime))
 
-    async with anyio.create_task_group() as group:
-        for code in CONCURRENT_BURNERS:
-            group.start_soon(burn, code)
-    assert [outcome.code for outcome in burned] == ["deadline-exceeded"] * len(CONCURRENT_BURNERS)
+        async with anyio.create_task_group() as group:
+            for code in CONCURRENT_BURNERS:
+                group.start_soon(burn, code)
+        assert [outcome.code for outcome in burned] == ["deadline-exceeded"] * len(CONCURRENT_BURNERS)
 
-    for code in QUICK_PROGRAMS:
-        outcome = await host.run(code, runtime)
-        assert outcome.elapsed < STOP_BOUND_S, code
-        assert outcome.code != "unknown", code
-        assert state.hang_running == 0, code
+        for code in QUICK_PROGRAMS:
+            outcome = await host.run(code, runtime)
+            assert outcome.elapsed < STOP_BOUND_S, code
+            assert outcome.code != "unknown", code
+            assert state.hang_running == 0, code
 
-    ordinary = await host.run(ORDINARY_PROGRAM, runtime)
-    assert ordinary.result.text == ORDINARY_TEXT, "the runtime was harmed by the attack"
+        ordinary = await host.run(ORDINARY_PROGRAM, runtime)
+        assert ordinary.result.text == ORDINARY_TEXT, "the runtime was harmed by the attack"
 
-    with anyio.fail_after(30):
-        await runtime.close()
+        with anyio.fail_after(30):
+            await runtime.close()
     left = await wait_for_no_new_children(children_before)
     assert not left, f"worker processes left behind after the runtime closed: {sorted(left)}"
     assert asyncio.all_tasks() == {asyncio.current_task()}, "asyncio tasks left behind"

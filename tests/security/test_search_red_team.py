@@ -515,19 +515,19 @@ async def test_acquires_waiting_on_a_builder_cancelled_by_asyncio_still_get_leas
 
 async def test_close_during_a_build_returns_once_its_acquires_are_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
     builds = _GatedBuilds(monkeypatch)
-    runtime = Runtime(modules=shop(), sandbox=MontySandbox())
-    acquiring = [asyncio.create_task(runtime.acquire()) for _ in range(3)]
-    await builds.wait_started()
-    closing = asyncio.create_task(runtime.close())
-    await anyio.wait_all_tasks_blocked()
-    assert not closing.done()  # it waits for the acquires in progress
-    for task in acquiring:
-        task.cancel()
-    builds.go.set()
-    with anyio.fail_after(10):
-        await closing
-    assert all(task.cancelled() for task in acquiring)
-    assert runtime.leases_held == 0
+    async with Runtime(modules=shop(), sandbox=MontySandbox()) as runtime:
+        acquiring = [asyncio.create_task(runtime.acquire()) for _ in range(3)]
+        await builds.wait_started()
+        closing = asyncio.create_task(runtime.close())
+        await anyio.wait_all_tasks_blocked()
+        assert not closing.done()  # it waits for the acquires in progress
+        for task in acquiring:
+            task.cancel()
+        builds.go.set()
+        with anyio.fail_after(10):
+            await closing
+        assert all(task.cancelled() for task in acquiring)
+        assert runtime.leases_held == 0
 
 
 def test_one_semantic_ranker_shared_by_runtimes_on_two_threads_ranks_as_each_alone() -> None:

@@ -267,12 +267,14 @@ async def test_a_run_stopped_beside_a_deferred_call_leaves_no_unretrieved_except
 
 async def test_an_execute_ends_within_its_timeout_even_when_a_sqlite_store_is_locked(crm: Crm, tmp_path: Path) -> None:
     async with sqlite_store(tmp_path / "s.db", busy_timeout_ms=5_000) as store, MontySandbox() as sandbox:
-        host = runtime(crm, sandbox, Suspensions(store=store, key=KEY), timeout_ms=1_000, abort_grace_ms=500)
-        with write_locked(tmp_path / "s.db"):
-            started = time.monotonic()
-            await execute(host, CODE)
-            took = time.monotonic() - started
-        await host.close()
+        async with runtime(
+            crm, sandbox, Suspensions(store=store, key=KEY), timeout_ms=1_000, abort_grace_ms=500
+        ) as host:
+            with write_locked(tmp_path / "s.db"):
+                started = time.monotonic()
+                await execute(host, CODE)
+                took = time.monotonic() - started
+            await host.close()
     assert took < 3, f"an execute with a 1 s timeout took {took:.1f} s"
 
 
@@ -280,13 +282,13 @@ async def close_or_force(runtime: Runtime, within_s: float) -> bool:
     """Close ``runtime``; whether it closed within ``within_s``.
 
     A run that never settles would keep ``close()`` waiting forever and leave its task to a
-    later test: it is cancelled through the runtime's slots (no public way exists).
+    later test: it is cancelled through the runtime's task group (no public way exists).
     """
     with anyio.move_on_after(within_s) as waiting:
         await runtime.close()
     if waiting.cancelled_caught:
-        for task in list(runtime._services.slots._tasks):
-            task.cancel()
+        assert runtime._running is not None
+        runtime._running.tasks.cancel_scope.cancel()
         await runtime.close()
     return not waiting.cancelled_caught
 
@@ -323,11 +325,11 @@ async def test_a_guest_cannot_wedge_a_sandbox_slot_by_deferring_large_calls(crm:
 async def run_large_deferred_calls(crm: Crm, code: str, limits: dict[str, int]) -> tuple[bool, object]:
     """Run ``code`` (and resume it approved if it pauses); whether the runtime then closed, and the failure."""
     async with MontySandbox() as sandbox:
-        host = runtime(crm, sandbox, timeout_ms=3_000, abort_grace_ms=300, **limits)
-        result = await execute(host, code)
-        if result.suspension is not None:
-            result = await host.resume(result.suspension.id, approved=True)
-        return await close_or_force(host, within_s=5), result.failure
+        async with runtime(crm, sandbox, timeout_ms=3_000, abort_grace_ms=300, **limits) as host:
+            result = await execute(host, code)
+            if result.suspension is not None:
+                result = await host.resume(result.suspension.id, approved=True)
+            return await close_or_force(host, within_s=5), result.failure
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -335,17 +337,17 @@ async def test_a_pause_the_store_could_not_confirm_ends_the_run_and_any_late_rec
     crm: Crm, tmp_path: Path, request: pytest.FixtureRequest, kind: str
 ) -> None:
     async with shared_store(kind, tmp_path, request) as shared, MontySandbox() as sandbox:
-        host = runtime(crm, sandbox, Suspensions(store=shared.store, key=KEY, store_timeout_ms=300))
-        async with shared.write_locked():
-            result = await execute(host, CODE)
-        # Whether the store kept the pause is unknown: going on could run the rest twice.
-        assert result.failure is not None, result.text
-        assert result.failure.code == "unknown", result.text
-        assert crm.writes() == BEFORE_THE_PAUSE
-        for late in await shared.store.find(None, "t1"):  # a write that landed after all is a real pause
-            resumed = await host.resume(late.id, approved=True)
-            assert not resumed.is_error, resumed.text
-        await host.close()
+        async with runtime(crm, sandbox, Suspensions(store=shared.store, key=KEY, store_timeout_ms=300)) as host:
+            async with shared.write_locked():
+                result = await execute(host, CODE)
+            # Whether the store kept the pause is unknown: going on could run the rest twice.
+            assert result.failure is not None, result.text
+            assert result.failure.code == "unknown", result.text
+            assert crm.writes() == BEFORE_THE_PAUSE
+            for late in await shared.store.find(None, "t1"):  # a write that landed after all is a real pause
+                resumed = await host.resume(late.id, approved=True)
+                assert not resumed.is_error, resumed.text
+            await host.close()
     assert crm.writes() in (BEFORE_THE_PAUSE, FINISHED), "a write ran twice"
 
 
@@ -355,12 +357,12 @@ async def test_a_resume_stopped_while_it_claims_keeps_the_suspension(
 ) -> None:
     async with shared_store(kind, tmp_path, request, busy_timeout_ms=5_000) as shared, MontySandbox() as sandbox:
         suspensions = Suspensions(store=shared.store, key=KEY)
-        host = runtime(crm, sandbox, suspensions, timeout_ms=1_500, abort_grace_ms=200)
-        suspension = await suspend(host)
-        async with shared.write_locked():
-            stopped = await host.resume(suspension.id, approved=True)
-        await host.close()  # the claim's statement, then the stopped run, settle
-        kept = await shared.store.get(suspension.id)
+        async with runtime(crm, sandbox, suspensions, timeout_ms=1_500, abort_grace_ms=200) as host:
+            suspension = await suspend(host)
+            async with shared.write_locked():
+                stopped = await host.resume(suspension.id, approved=True)
+            await host.close()  # the claim's statement, then the stopped run, settle
+            kept = await shared.store.get(suspension.id)
     assert isinstance(stopped.failure, DeadlineExceeded), stopped.text
     assert crm.writes() == BEFORE_THE_PAUSE
     assert kept is not None, "a resume that ran nothing lost the suspension"
@@ -370,12 +372,14 @@ async def test_time_spent_trying_to_store_a_pause_counts_against_the_run(
     crm: Crm, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     async with shared_store("postgres", tmp_path, request) as shared, MontySandbox() as sandbox:
-        host = runtime(crm, sandbox, Suspensions(store=shared.store, key=KEY), timeout_ms=1_000, abort_grace_ms=200)
-        async with shared.write_locked():
-            started = time.monotonic()
-            await execute(host, LOOP_OF_CONFIRMS.format(n=4))
-            took = time.monotonic() - started
-        await host.close()
+        async with runtime(
+            crm, sandbox, Suspensions(store=shared.store, key=KEY), timeout_ms=1_000, abort_grace_ms=200
+        ) as host:
+            async with shared.write_locked():
+                started = time.monotonic()
+                await execute(host, LOOP_OF_CONFIRMS.format(n=4))
+                took = time.monotonic() - started
+            await host.close()
     assert took < 2.5, f"an execute with a 1 s timeout ran {took:.1f} s"
 
 
@@ -384,23 +388,23 @@ async def test_an_execute_ends_within_its_timeout_even_when_the_store_stalls_at_
 ) -> None:
     async with shared_store("postgres", tmp_path, request) as shared, MontySandbox() as sandbox:
         suspensions = Suspensions(store=shared.store, key=KEY, store_timeout_ms=8_000)
-        host = runtime(crm, sandbox, suspensions, timeout_ms=1_000, abort_grace_ms=500)
-        async with shared.write_locked():
-            started = time.monotonic()
-            await execute(host, CODE)
-            took = time.monotonic() - started
-        await host.close()
+        async with runtime(crm, sandbox, suspensions, timeout_ms=1_000, abort_grace_ms=500) as host:
+            async with shared.write_locked():
+                started = time.monotonic()
+                await execute(host, CODE)
+                took = time.monotonic() - started
+            await host.close()
     assert took < 3, f"an execute with a 1 s timeout took {took:.1f} s"
 
 
 async def test_a_locked_sqlite_store_gives_up_within_its_busy_timeout(crm: Crm, tmp_path: Path) -> None:
     async with sqlite_store(tmp_path / "s.db", busy_timeout_ms=300) as store, MontySandbox() as sandbox:
-        host = runtime(crm, sandbox, Suspensions(store=store, key=KEY))
-        with write_locked(tmp_path / "s.db"):
-            started = time.monotonic()
-            result = await execute(host, CODE)
-            took = time.monotonic() - started
-        await host.close()
+        async with runtime(crm, sandbox, Suspensions(store=store, key=KEY)) as host:
+            with write_locked(tmp_path / "s.db"):
+                started = time.monotonic()
+                result = await execute(host, CODE)
+                took = time.monotonic() - started
+            await host.close()
     assert result.failure is not None, result.text
     assert result.failure.code == "unknown", result.text  # the store could not say: the run ends there
     assert took < 3, f"the pause waited {took:.1f} s for a store that gives up after 0.3 s"
@@ -433,16 +437,16 @@ async def test_a_replayed_tool_call_whose_suspension_fails_its_seal_runs_nothing
 ) -> None:
     async with sqlite_store(tmp_path / "s.db") as first, sqlite_store(tmp_path / "s.db") as second:
         async with MontySandbox() as sandbox:
-            pausing = runtime(crm, sandbox, Suspensions(store=first, key=KEY))
-            suspension = await suspend(pausing)
-            assert await pausing.decide(suspension.id, approved=True)
-            replaying_key = OTHER_KEY if how == "another server's key" else KEY
-            if how == "row edited without the key":
-                await alter_row(second, suspension.id, flip_last_state_byte)
-            replaying = runtime(crm, sandbox, Suspensions(store=second, key=replaying_key))
-            replayed = await execute(replaying, CODE)
-            await pausing.close()
-            await replaying.close()
+            async with runtime(crm, sandbox, Suspensions(store=first, key=KEY)) as pausing:
+                suspension = await suspend(pausing)
+                assert await pausing.decide(suspension.id, approved=True)
+                replaying_key = OTHER_KEY if how == "another server's key" else KEY
+                if how == "row edited without the key":
+                    await alter_row(second, suspension.id, flip_last_state_byte)
+                async with runtime(crm, sandbox, Suspensions(store=second, key=replaying_key)) as replaying:
+                    replayed = await execute(replaying, CODE)
+                    await pausing.close()
+                    await replaying.close()
     assert crm.writes() == BEFORE_THE_PAUSE, "the replayed tool call ran the program again"
     assert replayed.failure == SuspensionFailed(suspension_id=suspension.id, reason="tampered"), replayed.text
 
@@ -505,15 +509,15 @@ return n
 @pytest.mark.parametrize("way", ["pause refused", "paused and resumed"])
 async def test_the_operation_call_limit_spans_a_pause(crm: Crm, way: str) -> None:
     async with MontySandbox(max_operation_calls=6) as sandbox:
-        fed = Runtime(modules=[crm.module()], sandbox=sandbox, access=Access(confirm=defer))
-        limit = 1 if way == "pause refused" else 16 * MIB
-        stepped = runtime(crm, sandbox, Suspensions(max_state_bytes=limit))
-        whole = await execute(fed, LIMITED_CALLS)
-        result = await execute(stepped, LIMITED_CALLS)
-        if result.suspension is not None:
-            result = await stepped.resume(result.suspension.id, approved=True)
-        await fed.close()
-        await stepped.close()
+        async with Runtime(modules=[crm.module()], sandbox=sandbox, access=Access(confirm=defer)) as fed:
+            limit = 1 if way == "pause refused" else 16 * MIB
+            async with runtime(crm, sandbox, Suspensions(max_state_bytes=limit)) as stepped:
+                whole = await execute(fed, LIMITED_CALLS)
+                result = await execute(stepped, LIMITED_CALLS)
+                if result.suspension is not None:
+                    result = await stepped.resume(result.suspension.id, approved=True)
+                await fed.close()
+                await stepped.close()
     assert whole.value == 5, whole.text  # 5 creates and the delete: the 7th call is over the limit
     assert result.value == whole.value, result.text
 
@@ -631,15 +635,15 @@ async def test_a_paused_heap_of_any_kind_resumes_where_it_stopped(crm: Crm) -> N
 async def test_a_server_with_another_key_cannot_resume_and_nothing_runs(crm: Crm, tmp_path: Path) -> None:
     async with sqlite_store(tmp_path / "s.db") as first, sqlite_store(tmp_path / "s.db") as second:
         async with MontySandbox() as sandbox:
-            pausing = runtime(crm, sandbox, Suspensions(store=first, key=KEY))
-            other = runtime(crm, sandbox, Suspensions(store=second, key=OTHER_KEY))
-            suspension = await suspend(pausing)
-            refused = await other.resume(suspension.id, approved=True)
-            assert await other.suspension(suspension.id) is None
-            assert not await other.decide(suspension.id, approved=True)
-            kept = await pausing.suspension(suspension.id)
-            await pausing.close()
-            await other.close()
+            async with runtime(crm, sandbox, Suspensions(store=first, key=KEY)) as pausing:
+                async with runtime(crm, sandbox, Suspensions(store=second, key=OTHER_KEY)) as other:
+                    suspension = await suspend(pausing)
+                    refused = await other.resume(suspension.id, approved=True)
+                    assert await other.suspension(suspension.id) is None
+                    assert not await other.decide(suspension.id, approved=True)
+                    kept = await pausing.suspension(suspension.id)
+                    await pausing.close()
+                    await other.close()
     assert refused.failure == SuspensionFailed(suspension_id=suspension.id, reason="tampered")
     assert kept == suspension
     assert crm.writes() == BEFORE_THE_PAUSE
@@ -649,12 +653,12 @@ async def test_a_failing_store_reaches_the_model_without_host_detail(crm: Crm, t
     path = tmp_path / "s.db"
     async with MontySandbox() as sandbox:
         store = SqliteSuspensions(path)
-        host = runtime(crm, sandbox, Suspensions(store=store, key=KEY))
-        suspension = await suspend(host)
-        await store.aclose()  # every later store call fails
-        paused_again = await execute(host, CODE, tool_call_id="t2")
-        resumed = await host.resume(suspension.id, approved=True)
-        await host.close()
+        async with runtime(crm, sandbox, Suspensions(store=store, key=KEY)) as host:
+            suspension = await suspend(host)
+            await store.aclose()  # every later store call fails
+            paused_again = await execute(host, CODE, tool_call_id="t2")
+            resumed = await host.resume(suspension.id, approved=True)
+            await host.close()
     assert isinstance(paused_again.failure, Unknown), paused_again.text  # unknown whether t2 ran before
     assert isinstance(resumed.failure, Unknown), resumed.text
     for result in (paused_again, resumed):

@@ -181,7 +181,7 @@ async def served(
             max_connections=max_connections,
             semantic=semantic,
         )
-        stack.push_async_callback(catalog.aclose)
+        await stack.enter_async_context(catalog)
         server = create_mcp(
             catalog=catalog,
             authenticate=host.authenticate,

@@ -147,13 +147,10 @@ async def custom_server(
     host: Host, authenticate: Callable[[Any], Any] | None = None, **options: Any
 ) -> AsyncIterator[Custom]:
     """A server built with ``create_mcp`` options that ``served()`` does not expose."""
-    catalog = create_mcp_catalog(load=host.load, sandbox=MontySandbox())
-    try:
+    async with create_mcp_catalog(load=host.load, sandbox=MontySandbox()) as catalog:
         server = create_mcp(catalog=catalog, authenticate=authenticate or host.authenticate, **options)
         async with serve_asgi(server.asgi) as base:
             yield Custom(f"{base}/mcp", host)
-    finally:
-        await catalog.aclose()
 
 
 async def test_an_authenticate_that_never_answers_refuses_with_401_after_its_timeout(

@@ -113,13 +113,6 @@ async def resolve_catalog(value: object, where: str) -> McpCatalogProvider:
     return made
 
 
-async def aclose_catalog(catalog: McpCatalogProvider) -> None:
-    """Close ``catalog`` if it can be closed (an ``McpCatalog`` closes its runtimes and sandbox)."""
-    closer = getattr(catalog, "aclose", None)
-    if callable(closer):
-        await closer()
-
-
 def _import(spec: AppSpec) -> object:
     if spec.file is not None:
         path = spec.file.resolve()

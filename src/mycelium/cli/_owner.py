@@ -18,7 +18,6 @@ from ..access import Access, ConfirmRequest
 from ..execute import ToolCall, ToolResult
 from ..mcp import McpAuthority, McpCatalogProvider, McpExecutionContext, Member
 from ..values import dumps_compact
-from ._apps import aclose_catalog
 from ._target import Target
 
 LOCAL_PRINCIPAL = Member("local", "owner")
@@ -29,10 +28,8 @@ LOCAL_PRINCIPAL = Member("local", "owner")
 async def as_owner(target: Target) -> AsyncIterator[tuple[McpCatalogProvider, McpAuthority]]:
     """The target's catalog and the local owner's authority in it, closed when done. Raises :class:`AppError`."""
     catalog, _ = await target.load()
-    try:
+    async with catalog:
         yield catalog, await catalog.refresh(LOCAL_PRINCIPAL)
-    finally:
-        await aclose_catalog(catalog)
 
 
 async def run_program(target: Target, code: str, *, approve: bool) -> ToolResult:

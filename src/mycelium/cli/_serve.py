@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError, aclose_catalog
+from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._banner import TOKEN_ENV
 from ._console import logger, logging_to
 from ._http import HttpOptions, ServeError, serve_http
@@ -136,13 +136,10 @@ async def _serve_target(target: Target, *, transport: Transport, name: str, http
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
     with redirect:
         catalog, label = await target.load()
-    try:
+    async with catalog:
         if transport is Transport.stdio:
             logger.info("serving %s", label)
             await serve_stdio(catalog, name=name)
         else:
             await serve_http(catalog, target=target, label=label, name=name, http=http, out=out)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await aclose_catalog(catalog)
     logger.info("stopped")

@@ -34,9 +34,8 @@ from ..hooks import notify
 from ..sandbox import Suspended, Unrestorable
 from ..sandbox.boundary import failure_from_exception
 from ..signals import AbortController, AbortSignal
-from ..suspensions import StoreUnavailable
+from ..suspensions import StoreUnavailable, _records
 from ..suspensions._desk import ResumeRefused, SuspensionDesk
-from ..suspensions import _records
 from ..suspensions._records import SuspensionRecord, paused_calls
 from ..suspensions._suspensions import NO_SUSPENSIONS
 from ..tool_calls import ToolResult, bounded_json

@@ -15,6 +15,7 @@ read afresh for every execution and after every approval.
 
 from __future__ import annotations
 
+import abc
 import inspect
 import logging
 from collections import OrderedDict
@@ -22,7 +23,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Protocol, Self, TypeAlias, runtime_checkable
+from typing import Self, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -106,15 +107,29 @@ class McpExecutionContext:
     tool_call_id: str | None = None
 
 
-@runtime_checkable
-class McpCatalogProvider(Protocol):
-    """What ``create_mcp`` serves. Durable hosts implement it over their own session owner."""
+class McpCatalogProvider(abc.ABC):
+    """What ``create_mcp`` serves. Durable hosts derive from it over their own session owner.
+
+    A provider runs inside ``async with provider:`` around the serving; by default entering
+    and leaving do nothing, and a provider with work of its own (runtimes, stores) overrides
+    them, as :class:`McpCatalog` does.
+    """
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
 
     @property
+    @abc.abstractmethod
     def max_connections(self) -> int:
         """How many connections the server keeps open in memory (least recently used idle ones go first)."""
         ...
 
+    @abc.abstractmethod
     async def open(
         self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
     ) -> list[str] | None:
@@ -127,32 +142,38 @@ class McpCatalogProvider(Protocol):
         """
         ...
 
+    @abc.abstractmethod
     async def resume(self, connection_id: str, principal: Principal) -> bool:
         """Whether ``connection_id`` is an open connection bound to ``principal`` (it becomes the most recent)."""
         ...
 
+    @abc.abstractmethod
     async def touch(self, connection_id: str) -> None:
         """Mark the connection as just used."""
         ...
 
+    @abc.abstractmethod
     async def close(self, connection_id: str) -> None:
         """Forget a connection (the client ended it, or the server evicted it). Idempotent."""
         ...
 
+    @abc.abstractmethod
     async def refresh(self, principal: Principal) -> McpAuthority:
         """Read ``principal``'s current authority. Called before each execution and after each approval."""
         ...
 
+    @abc.abstractmethod
     async def definition(self, principal: Principal, authority: McpAuthority) -> ToolDefinition:
         """The ``execute`` tool as ``principal`` is shown it."""
         ...
 
+    @abc.abstractmethod
     async def execute(self, call: ToolCall, context: McpExecutionContext) -> ToolResult:
         """Run one ``execute`` call with ``context.access`` for every operation call it makes."""
         ...
 
 
-@dataclass
+@dataclass(eq=False)
 class _Loaded:
     """A principal's runtime, valid while ``load`` returns the same source objects.
 
@@ -164,12 +185,13 @@ class _Loaded:
     runtime: Runtime
     sources: tuple[CapabilitySource | Module, ...]
     retire: anyio.Event = field(default_factory=anyio.Event)
+    closed: anyio.Event = field(default_factory=anyio.Event)
 
     def serves(self, sources: Sequence[CapabilitySource | Module]) -> bool:
         return len(sources) == len(self.sources) and all(a is b for a, b in zip(sources, self.sources, strict=True))
 
 
-class McpCatalog:
+class McpCatalog(McpCatalogProvider):
     """The catalog for installed apps. Build it with :func:`create_mcp_catalog`; run it with ``async with``.
 
     One runtime per principal (kept while ``load`` returns the same sources), all of them
@@ -213,8 +235,10 @@ class McpCatalog:
         self._connections = connections
         self._semantic = semantic
         self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
+        self._retired: set[_Loaded] = set()  # retired, still closing: their requests finish on them
         self._starting = anyio.Lock()
         self._tasks: TaskGroup | None = None
+        self._leaving: anyio.CancelScope | None = None
         self._exit = AsyncExitStack()
         self._closed = False
 
@@ -231,27 +255,43 @@ class McpCatalog:
     async def __aenter__(self) -> Self:
         if self._tasks is not None or self._closed:
             raise RuntimeError("an McpCatalog runs once: enter it with `async with` a single time")
+        # Entered before the task group, so that leaving can be shielded (see __aexit__).
+        self._leaving = self._exit.enter_context(anyio.CancelScope())
         self._tasks = await self._exit.enter_async_context(anyio.create_task_group())
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        """Close every principal's runtime (waiting for their leases), then the shared sandbox and the store."""
-        self._closed = True
-        for loaded in self._loaded.values():
-            loaded.retire.set()
-        self._loaded.clear()
+        """Close the catalog (see :meth:`aclose`). Shielded: a catalog left because its task was
+        cancelled (a server stopped by a signal) still closes everything it opened."""
+        if self._leaving is not None:
+            self._leaving.shield = True
         try:
-            # Every runtime's task ends once its runtime has closed. The block's own exception goes
-            # on as it is, never wrapped in the task group's exception group.
-            await self._exit.aclose()
+            await self.aclose()
         finally:
-            try:
-                if self._owns_sandbox:
-                    await self._shared.aclose()
-            finally:
-                await self._connections.aclose()
+            # Every runtime's task has ended by now. The block's own exception goes on as it is,
+            # never wrapped in the task group's exception group.
+            await self._exit.aclose()
+
+    async def aclose(self) -> None:
+        """Close every principal's runtime (waiting for their leases), then the shared sandbox and the store.
+
+        Idempotent; leaving ``async with catalog:`` does it. A catalog that never ran has only
+        its sandbox and its store to close.
+        """
+        self._closed = True
+        loaded = list(self._loaded.values())
+        self._loaded.clear()
+        for each in loaded:
+            self._retire(each)
+        for each in list(self._retired):
+            await each.closed.wait()
+        try:
+            if self._owns_sandbox:
+                await self._shared.aclose()
+        finally:
+            await self._connections.aclose()
 
     async def open(
         self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
@@ -318,16 +358,18 @@ class McpCatalog:
             fresh = _Loaded(runtime, tuple(authority.sources))
             await tasks.start(self._run, fresh)
             if loaded is not None:
-                loaded.retire.set()  # requests still holding its leases finish on it
+                self._retire(loaded)  # requests still holding its leases finish on it
             self._loaded[key] = fresh
             self._loaded.move_to_end(key)
             while len(self._loaded) > _MAX_CACHED_PRINCIPALS:
-                _, oldest = self._loaded.popitem(last=False)
-                oldest.retire.set()
+                self._retire(self._loaded.popitem(last=False)[1])
             return runtime
 
-    @staticmethod
-    async def _run(loaded: _Loaded, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    def _retire(self, loaded: _Loaded) -> None:
+        self._retired.add(loaded)
+        loaded.retire.set()
+
+    async def _run(self, loaded: _Loaded, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run one principal's runtime until it is retired; it closes once its leases are released."""
         try:
             async with loaded.runtime:
@@ -335,6 +377,9 @@ class McpCatalog:
                 await loaded.retire.wait()
         except Exception:
             logger.exception("closing a retired runtime failed")
+        finally:
+            self._retired.discard(loaded)
+            loaded.closed.set()
 
 
 def create_mcp_catalog(

@@ -99,7 +99,11 @@ class SuspensionDesk:
             put = functools.partial(suspensions.store.put, stored, max_per_session=suspensions.max_per_session)
             await suspensions.stored(put, until=until)
         except SuspensionLimitReached as exc:
-            logger.warning("execute %s could not pause (%s); its deferred calls are refused", record.execution_id, exc)
+            # The text, not the exception: a log record outlives the call, and the exception's
+            # frames hold the paused state.
+            logger.warning(
+                "execute %s could not pause (%s); its deferred calls are refused", record.execution_id, str(exc)
+            )
             return False
         return True
 
