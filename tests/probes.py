@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 
 from mycelium import AbortSignal, Runtime
-from mycelium.sandbox import SandboxRequest
+from mycelium.sandbox import Sandbox, SandboxRequest
 
 Behaviour = Callable[["Probe", SandboxRequest, AbortSignal], Awaitable[object]]
 
@@ -83,17 +84,16 @@ class Probe:
         self.aborted_at: float | None = None
 
 
-class ProbeSandbox:
+class ProbeSandbox(Sandbox):
     """Runs each program by its probe (looked up by the code). NO ISOLATION: it evaluates nothing."""
 
     adapter = "test"
-    build_sha: str | None = None
 
     def __init__(self, **probes: Probe) -> None:
         self.probes = probes
         self.timeline: list[tuple[str, str]] = []
 
-    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> object:
+    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> Any:
         probe = self.probes[request.code]
         probe.calls += 1
         probe.request, probe.signal = request, signal

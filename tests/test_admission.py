@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import pytest
@@ -28,7 +29,7 @@ from mycelium import (
     ToolResult,
 )
 from mycelium.failures import Cancelled, DeadlineExceeded, SandboxBusy
-from mycelium.sandbox import SandboxRequest
+from mycelium.sandbox import Sandbox, SandboxRequest
 from probes import Probe, ProbeSandbox, honour, instant, works_for
 
 
@@ -102,9 +103,7 @@ def test_admission_policy_resolve() -> None:
         ("admission_wait_ms", 2.5),
     ],
 )
-def test_admission_policy_resolve_refuses_invalid_values_naming_the_option(
-    option: str, value: object
-) -> None:
+def test_admission_policy_resolve_refuses_invalid_values_naming_the_option(option: str, value: object) -> None:
     # Refused as soon as the options (and so the Runtime that takes them) are constructed.
     with pytest.raises(ValueError, match=option):
         Runtime(sandbox=ProbeSandbox(), execution=ExecutionOptions(**{option: value}))  # type: ignore[arg-type]
@@ -340,14 +339,13 @@ async def test_cancelling_the_task_of_a_queued_run_is_cancelled_and_never_starts
 # Declared unenforced limits
 
 
-class LocalDevSandbox:
+class LocalDevSandbox(Sandbox):
     """A sandbox its host declares does not enforce CPU or memory limits where it runs."""
 
     adapter = "test"
-    build_sha = None
     unenforced_limits = ("cpu", "memory")
 
-    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> object:
+    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> Any:
         return 1
 
 

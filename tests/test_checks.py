@@ -6,6 +6,9 @@ from pydantic import BaseModel
 
 from mycelium import AcquireContext, Acquired, Module, operation, source
 from mycelium.checks import check_catalog
+from mycelium.sandbox.monty import MontySandbox
+
+LANGUAGE = MontySandbox.language
 
 
 class Done(BaseModel):
@@ -26,14 +29,16 @@ def module(id: str, name: str, **operations: str) -> Module:
 
 
 async def test_every_module_that_cannot_be_installed_is_reported_not_only_the_first() -> None:
-    found = await check_catalog(modules=[module("a", "list", go="Go."), module("b", "re", go="Go.")])
+    found = await check_catalog(language=LANGUAGE, modules=[module("a", "list", go="Go."), module("b", "re", go="Go.")])
     assert [(f.severity, f.code, f.where) for f in found] == [("error", "definition", m) for m in ("a", "b")]
     assert "builtin" in found[0].message
     assert "module the sandbox provides" in found[1].message
 
 
 async def test_modules_that_install_alone_but_not_together_are_reported() -> None:
-    found = await check_catalog(modules=[module("same", "one", go="Go."), module("same", "two", go="Go.")])
+    found = await check_catalog(
+        language=LANGUAGE, modules=[module("same", "one", go="Go."), module("same", "two", go="Go.")]
+    )
     assert [(f.code, f.where) for f in found] == [("definition", "same")]
     assert "registered twice" in found[0].message
 
@@ -47,20 +52,22 @@ async def test_a_sources_modules_are_checked_and_its_snapshot_released() -> None
 
         return Acquired(version="v1", modules=[module("live", "live", go="")], release=release)
 
-    found = await check_catalog(sources=[source(id="live", acquire=acquire)])
+    found = await check_catalog(language=LANGUAGE, sources=[source(id="live", acquire=acquire)])
     assert [(f.code, f.where) for f in found] == [("no-description", "live.go")]
     assert released == ["v1"]
 
 
 async def test_a_catalog_too_large_to_declare_inline_gets_a_note() -> None:
     many = {f"op{index}": f"Operation number {index}, which does one small thing." for index in range(80)}
-    small = await check_catalog(modules=[module("few", "few", op="Does one thing.")])
-    large = await check_catalog(modules=[module("many", "many", **many)])
+    small = await check_catalog(language=LANGUAGE, modules=[module("few", "few", op="Does one thing.")])
+    large = await check_catalog(language=LANGUAGE, modules=[module("many", "many", **many)])
     assert small == []
     assert [(f.severity, f.code) for f in large] == [("note", "not-inline")]
 
 
 async def test_a_long_description_is_a_warning_naming_its_length() -> None:
-    found = await check_catalog(modules=[module("m", "m", go="Short first line.\n\n" + "More detail. " * 100)])
+    found = await check_catalog(
+        language=LANGUAGE, modules=[module("m", "m", go="Short first line.\n\n" + "More detail. " * 100)]
+    )
     assert [(f.code, f.where) for f in found] == [("long-description", "m.go")]
     assert "1318 characters" in found[0].message

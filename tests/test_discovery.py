@@ -599,7 +599,7 @@ async def test_the_catalog_is_built_once_per_revision() -> None:
 def test_a_small_catalog_is_declared_in_full_in_the_execute_description(apps: Catalog) -> None:
     small = catalog_of(app_modules()[:3])
     assert len(small.stubs()) <= 4_096
-    description = execute_description(small)
+    description = execute_description(small, MontySandbox.language)
     for target in small.targets:
         assert f"# {target.path}\nasync def {target.relative.rsplit('.', 1)[-1]}(" in description
     assert small.stubs() in description
@@ -614,7 +614,7 @@ def test_a_larger_catalog_shows_the_namespace_tree_with_counts_and_points_to_for
     ]
     catalog = catalog_of(modules)
     assert len(catalog.stubs()) > 4_096
-    description = execute_description(catalog)
+    description = execute_description(catalog, MontySandbox.language)
     assert len(description) <= 8_192
     assert "async def" not in description
     assert "forage.search" in description
@@ -646,7 +646,7 @@ def test_the_execute_description_is_bounded_even_for_10000_operations() -> None:
     ]
     catalog = catalog_of(modules)
     assert len(catalog) == 10_000
-    description = execute_description(catalog)
+    description = execute_description(catalog, MontySandbox.language)
     assert len(description) <= 8_192
     assert "forage.search" in description
     assert len(catalog.describe("")) <= MAX_DESCRIBE_CHARS
@@ -654,7 +654,7 @@ def test_the_execute_description_is_bounded_even_for_10000_operations() -> None:
 
 def test_the_execute_description_states_the_language_rules(apps: Catalog) -> None:
     for catalog in (apps, catalog_of([wide_module(300)])):
-        description = execute_description(catalog)
+        description = execute_description(catalog, MontySandbox.language)
         assert "await" in description
         assert "return" in description
         assert "JSON" in description
@@ -795,7 +795,7 @@ def test_a_combined_describe_says_the_comment_above_each_stub_is_the_path_to_cal
 
 def test_the_execute_description_example_keeps_namespaces_and_names_no_module_the_app_lacks() -> None:
     tally = Module(id="tally", name="tally", operations={"count": _op(description="Count.")})
-    description = execute_description(catalog_of([tally]))
+    description = execute_description(catalog_of([tally]), MontySandbox.language)
     assert not re.search(r"\b(\w+) = await \1\.", description), "an example overwrites a namespace"
     for absent in ("notes", "bazaar", "apps", "calendar", "windows"):
         assert not re.search(rf"\b{absent}\b", description), f"the description names {absent!r}, absent here"
@@ -814,7 +814,7 @@ async def _run_in_monty(*programs: str) -> list[Any]:
 
 
 async def test_every_module_the_execute_description_lists_imports_in_the_real_sandbox_and_others_do_not() -> None:
-    modules = _imports_named_in(execute_description(catalog_of(app_modules())))
+    modules = _imports_named_in(execute_description(catalog_of(app_modules()), MontySandbox.language))
     assert {"asyncio", "json", "datetime", "os", "sys", "pathlib", "typing"} <= set(modules)
     unlisted = ("socket", "subprocess", "urllib", "string", "enum", "requests")
     results = await _run_in_monty(
@@ -826,7 +826,7 @@ async def test_every_module_the_execute_description_lists_imports_in_the_real_sa
 
 
 async def test_what_the_execute_description_says_is_out_of_reach_is_out_of_reach_in_the_real_sandbox() -> None:
-    description = execute_description(catalog_of(app_modules()))
+    description = execute_description(catalog_of(app_modules()), MontySandbox.language)
     assert "os and pathlib see no host file (unless a workspace is described below)" in " ".join(description.split())
     for construct in ("class inheritance", "generators (yield)", "`del`", "@property"):
         assert construct in description

@@ -20,10 +20,10 @@ from pydantic_monty import ExternalModule
 
 from mycelium import DefinitionError, Module, Operation, Runtime, operation
 from mycelium.failures import Unknown
-from mycelium.modules import GUEST_BUILTINS, GUEST_MODULES, RESERVED_NAMES
+from mycelium.modules import RESERVED_NAMES
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.sources import AcquireContext, Acquired, MyceliumSourceError, source
-from mycelium.testing import rejecting_sandbox
+from mycelium.testing import RejectingSandbox, rejecting_sandbox
 
 
 def _ping_module(module_id: str, name: str, namespace: tuple[str, ...] = ()) -> Module:
@@ -34,9 +34,15 @@ def _answer(value: str) -> Operation:
     return operation(execute=lambda: value)
 
 
+class _MontySpeaking(RejectingSandbox):
+    """A sandbox whose programs speak Monty's language, and which runs none of them."""
+
+    language = MontySandbox.language
+
+
 def _install(module: Module) -> None:
     """Install ``module`` the way a host does: a runtime checks its static modules when it is made."""
-    Runtime(modules=[module], sandbox=rejecting_sandbox(Unknown()))
+    Runtime(modules=[module], sandbox=_MontySpeaking(Unknown()))
 
 
 @pytest.fixture
@@ -57,9 +63,7 @@ async def _run_alone(code: str, sandbox: MontySandbox) -> object:
 
 
 async def test_guest_modules_are_exactly_what_the_sandbox_offers_or_reserves(monty: MontySandbox) -> None:
-    candidates = sorted(
-        name for name in sys.stdlib_module_names if name.isidentifier() and not keyword.iskeyword(name)
-    )
+    candidates = sorted(name for name in sys.stdlib_module_names if name.isidentifier() and not keyword.iskeyword(name))
     probe = "found = []\n" + "".join(
         f"try:\n    import {name}\n    found.append({name!r})\nexcept ImportError:\n    pass\n" for name in candidates
     )
@@ -72,7 +76,7 @@ async def test_guest_modules_are_exactly_what_the_sandbox_offers_or_reserves(mon
             ExternalModule({name: ExternalModule({})})
         except ValueError:
             reserved.add(name)
-    assert set(importable) | reserved == GUEST_MODULES
+    assert set(importable) | reserved == MontySandbox.language.reserved_modules
 
 
 async def test_guest_builtins_are_exactly_the_names_a_program_starts_with(monty: MontySandbox) -> None:
@@ -85,11 +89,11 @@ async def test_guest_builtins_are_exactly_the_names_a_program_starts_with(monty:
     )
     present = await _run_alone(probe + "return found", monty)
     assert isinstance(present, list)
-    assert set(present) == GUEST_BUILTINS
+    assert set(present) == MontySandbox.language.builtins
 
 
 def test_mycelium_guest_names_are_not_sandbox_names() -> None:
-    assert not RESERVED_NAMES & (GUEST_MODULES | GUEST_BUILTINS)
+    assert not RESERVED_NAMES & (MontySandbox.language.reserved_modules | MontySandbox.language.builtins)
 
 
 # --- refused at installation ------------------------------------------------------------
@@ -120,10 +124,14 @@ def test_a_first_namespace_segment_that_clashes_is_refused_as_the_top_level_name
     [
         (lambda: _ping_module("acme-json", "json", ("apps",)), "apps.json"),
         (lambda: _ping_module("acme-re", "tools", ("apps", "re")), "apps.re"),
-        (lambda: Module(id="acme-files", name="files", operations={"json.read": operation(execute=lambda: 1)}),
-         "files.json"),
-        (lambda: Module(id="acme-files", name="files", operations={"time": _ping_module("acme-clock", "clock")}),
-         "files.time"),
+        (
+            lambda: Module(id="acme-files", name="files", operations={"json.read": operation(execute=lambda: 1)}),
+            "files.json",
+        ),
+        (
+            lambda: Module(id="acme-files", name="files", operations={"time": _ping_module("acme-clock", "clock")}),
+            "files.time",
+        ),
     ],
     ids=["module-name-in-a-namespace", "deeper-namespace", "dotted-key", "child-module-key"],
 )
@@ -144,7 +152,7 @@ async def test_the_refusal_reaches_modules_a_source_builds_at_acquire_time() -> 
         return Acquired(version="v1", modules=[_ping_module("computer-json", "json")], release=release)
 
     sources = [source(id="computer", acquire=acquire)]
-    async with Runtime(sources=sources, sandbox=rejecting_sandbox(Unknown())) as runtime:
+    async with Runtime(sources=sources, sandbox=_MontySpeaking(Unknown())) as runtime:
         with pytest.raises(MyceliumSourceError) as caught:
             await runtime.acquire()
     assert caught.value.source_id == "computer"
@@ -152,6 +160,12 @@ async def test_the_refusal_reaches_modules_a_source_builds_at_acquire_time() -> 
     assert "'computer-json'" in str(caught.value)
     assert "top-level name 'json'" in str(caught.value)
     assert released == ["computer"]
+
+
+def test_the_names_refused_are_the_sandboxs_own_language_and_a_sandbox_that_reserves_none_refuses_none() -> None:
+    Runtime(modules=[_ping_module("acme-json", "json"), _ping_module("acme-list", "list")], sandbox=rejecting_sandbox())
+    with pytest.raises(DefinitionError, match="top-level name 'json'"):
+        _install(_ping_module("acme-json", "json"))
 
 
 # --- what stays allowed, in the real sandbox ---------------------------------------------

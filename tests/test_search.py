@@ -165,7 +165,7 @@ return [[e["path"] for e in one], keyword[0]["path"], refused]
 
 
 def test_the_execute_description_teaches_searching_several_ways(catalog: Catalog) -> None:
-    text = execute_description(catalog)
+    text = execute_description(catalog, MontySandbox.language)
     assert "forage.search([" in text
     assert "two or three ways" in text
 
@@ -187,7 +187,7 @@ def test_a_host_phrasing_finds_an_operation_its_description_never_words(catalog:
 def test_phrasings_are_for_search_and_never_shown_to_the_model(catalog: Catalog) -> None:
     assert "reimburse" not in catalog.describe("billing.refunds.create")
     assert "reimburse" not in str([entry.to_json() for entry in catalog.search("reimburse")])
-    assert "reimburse" not in execute_description(catalog)
+    assert "reimburse" not in execute_description(catalog, MontySandbox.language)
 
 
 def test_the_decorator_takes_phrasings_too() -> None:

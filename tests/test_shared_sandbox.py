@@ -5,8 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mycelium import Access, ExecutionOptions, InvocationContext, Module, Runtime, Session
-from mycelium import SharedSandbox
+from mycelium import Access, ExecutionOptions, InvocationContext, Module, Runtime, Session, SharedSandbox
 from mycelium.testing import direct_sandbox
 from probes import Probe, ProbeSandbox, instant
 
@@ -55,7 +54,7 @@ async def test_a_runtime_does_not_close_a_shared_sandbox_its_owner_does() -> Non
 
 
 def test_a_shared_sandbox_refuses_what_is_not_a_sandbox_naming_it() -> None:
-    with pytest.raises(ValueError, match="Sandbox protocol, got int"):
+    with pytest.raises(ValueError, match="must be a Sandbox, got int"):
         SharedSandbox(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="SharedSandbox"):
         SharedSandbox(SharedSandbox(ProbeSandbox()))  # type: ignore[arg-type]

@@ -56,8 +56,8 @@ from mycelium import (
 from mycelium.access import Grant
 from mycelium.failures import CapabilityFailed, DeadlineExceeded, ResumeRefusal, SandboxBusy, SuspensionFailed
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.suspensions._records import SuspensionRecord
 from mycelium.suspensions import StoredSuspension, SuspensionStore
+from mycelium.suspensions._records import SuspensionRecord
 from probes import ProbeSandbox
 from racing import race
 from suspend_worker import Crm, host

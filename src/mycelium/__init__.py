@@ -6,7 +6,6 @@ module.
 
 from . import tracing
 from .access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
-from .admission import SharedSandbox
 from .bindings import OperationError
 from .context import CallContext, ExecuteIdentity, InvocationContext, Session
 from .discovery import Catalog, CatalogEntry
@@ -28,6 +27,7 @@ from .modules import Module
 from .operations import Operation, operation
 from .options import AdmissionPolicy, ExecutionOptions
 from .runtime import Runtime
+from .shared_sandbox import SharedSandbox
 from .signals import AbortController, AbortError, AbortSignal
 from .sources import AcquireContext, Acquired, CapabilitySource, MyceliumSourceError, source
 from .suspensions import (

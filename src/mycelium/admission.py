@@ -1,7 +1,7 @@
 """Sandbox admission: how many runs may be in flight, and the runtime-wide tracker that enforces it.
 
 There is one :class:`SandboxSlots` per runtime (not per lease or revision), or one set of
-slots per :class:`SharedSandbox` that many runtimes share. A run first
+slots per :class:`~mycelium.SharedSandbox` that many runtimes share. A run first
 registers as a waiter, then waits for a slot until the earlier of its admission-wait
 deadline and its own deadline; a waiter that expires or is cancelled is removed and
 never starts later. Once admitted, the run's backing work owns its slot until that work
@@ -17,12 +17,9 @@ from typing import Literal
 import anyio
 from anyio.abc import TaskGroup
 
-from .options import AdmissionPolicy, ExecutionOptions, available_cores
-from .sandbox import PendingCalls, Sandbox, SandboxRequest, SuspendingSandbox, Unrestorable, close_sandbox
 from .signals import AbortSignal
-from .values import JsonValue
 
-__all__ = ["BackingWork", "SandboxSlots", "SharedSandbox", "can_suspend"]
+__all__ = ["BackingWork", "SandboxSlots"]
 
 
 class BackingWork:
@@ -118,81 +115,3 @@ class SandboxSlots:
 def _foreign_cancellation(exc: BaseException) -> bool:
     """Whether ``exc`` is a cancellation exception although nothing cancelled the current task."""
     return isinstance(exc, anyio.get_cancelled_exc_class()) and anyio.current_effective_deadline() != -math.inf
-
-
-def can_suspend(sandbox: Sandbox) -> bool:
-    """Whether ``sandbox`` can pause a run at a deferred decision and resume it."""
-    return isinstance(sandbox, SuspendingSandbox) and getattr(sandbox, "suspends", True) is True
-
-
-class SharedSandbox:
-    """One sandbox and one set of admission slots, shared by every runtime given it.
-
-    Capacity is a property of the process, not of a runtime: pass the same
-    ``SharedSandbox`` as ``Runtime(sandbox=...)`` to many runtimes (one per principal,
-    say) and they queue for the same ``capacity`` slots and run in the same worker pool.
-    A runtime does not close a shared sandbox; its owner calls :meth:`aclose` after the
-    runtimes are closed. ``capacity`` and ``admission_wait_ms`` resolve as
-    :class:`~mycelium.options.ExecutionOptions`' ``sandbox_capacity`` and
-    ``admission_wait_ms`` do; a runtime's own admission options are not used.
-    """
-
-    def __init__(self, sandbox: Sandbox, *, capacity: int | None = None, admission_wait_ms: int | None = None) -> None:
-        if not isinstance(sandbox, Sandbox) or isinstance(sandbox, SharedSandbox):
-            raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
-        self.sandbox = sandbox
-        self.policy = AdmissionPolicy.resolve(
-            ExecutionOptions(sandbox_capacity=capacity, admission_wait_ms=admission_wait_ms), available_cores()
-        )
-        self._semaphore = anyio.Semaphore(self.policy.capacity)
-
-    @property
-    def adapter(self) -> str:
-        """The shared sandbox's adapter name."""
-        return self.sandbox.adapter
-
-    @property
-    def build_sha(self) -> str | None:
-        """The shared sandbox's source revision, if known."""
-        return self.sandbox.build_sha
-
-    @property
-    def guest_notes(self) -> str | None:
-        """What the shared sandbox adds to the tool description, if anything."""
-        notes = getattr(self.sandbox, "guest_notes", None)
-        return notes if isinstance(notes, str) else None
-
-    @property
-    def unenforced_limits(self) -> tuple[str, ...]:
-        """The limits the shared sandbox declares it does not enforce."""
-        return tuple(getattr(self.sandbox, "unenforced_limits", ()))
-
-    @property
-    def in_flight(self) -> int:
-        """How many admitted runs, of every runtime sharing this sandbox, have not settled yet."""
-        return self.policy.capacity - self._semaphore.value
-
-    def slots(self) -> SandboxSlots:
-        """A tracker for one runtime: the shared slots, and only that runtime's backing work."""
-        return SandboxSlots(self.policy.capacity, self._semaphore)
-
-    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
-        """Run ``request`` in the shared sandbox (admission is the runtime's job, through :meth:`slots`)."""
-        return await self.sandbox.execute(request, signal)
-
-    @property
-    def suspends(self) -> bool:
-        """Whether the shared sandbox can pause and resume runs."""
-        return can_suspend(self.sandbox)
-
-    async def resume(
-        self, request: SandboxRequest, state: bytes, pending: PendingCalls, signal: AbortSignal
-    ) -> JsonValue:
-        """Continue a paused run in the shared sandbox (see :class:`~mycelium.sandbox.SuspendingSandbox`)."""
-        if not isinstance(self.sandbox, SuspendingSandbox):
-            raise Unrestorable(f"the shared {self.adapter} sandbox cannot resume a paused run")
-        return await self.sandbox.resume(request, state, pending, signal)
-
-    async def aclose(self) -> None:
-        """Close the shared sandbox. Close the runtimes that use it first."""
-        await close_sandbox(self.sandbox)

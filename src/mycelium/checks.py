@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ._language import LanguageFacts
 from .context import Session
 from .discovery import Catalog
 from .errors import DefinitionError
@@ -50,8 +51,10 @@ async def check_catalog(
     modules: Sequence[Module] = (),
     sources: Sequence[CapabilitySource] = (),
     session: Session | None = None,
+    language: LanguageFacts,
 ) -> list[Finding]:
-    """Check ``modules`` and ``sources`` as a runtime would install them; errors first, then by place.
+    """Check ``modules`` and ``sources`` as a runtime running programs in ``language`` would
+    install them; errors first, then by place.
 
     Error codes: ``definition`` (a module cannot be installed: a name clashing with a
     sandbox module or builtin, a key that is also a prefix, a duplicate id...), ``source``
@@ -64,15 +67,15 @@ async def check_catalog(
     installable: list[Module] = []
     for module in modules:
         try:
-            build_graph([module], revision=0)
+            build_graph([module], revision=0, language=language)
         except DefinitionError as exc:
             findings.append(Finding("error", "definition", module.id, str(exc)))
         else:
             installable.append(module)
     for source in sources:
-        installable.extend(await _acquired_modules(source, session, findings))
+        installable.extend(await _acquired_modules(source, session, language, findings))
     try:
-        graph = build_graph(installable, revision=0)
+        graph = build_graph(installable, revision=0, language=language)
     except DefinitionError as exc:  # each part installs alone, but not together
         findings.append(Finding("error", "definition", exc.module_id or "catalog", str(exc)))
     else:
@@ -81,10 +84,12 @@ async def check_catalog(
     return sorted(findings, key=lambda finding: (rank[finding.severity], finding.where, finding.code))
 
 
-async def _acquired_modules(source: CapabilitySource, session: Session | None, findings: list[Finding]) -> list[Module]:
+async def _acquired_modules(
+    source: CapabilitySource, session: Session | None, language: LanguageFacts, findings: list[Finding]
+) -> list[Module]:
     """The modules ``source`` gives now (recording why when it gives none), released before returning."""
     try:
-        capabilities = Capabilities(modules=(), sources=[source], session=session)
+        capabilities = Capabilities(modules=(), sources=[source], session=session, language=language)
     except ValueError as exc:
         findings.append(Finding("error", "source", source.id, str(exc)))
         return []

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from ._language import LanguageFacts
 from .errors import DefinitionError
 from .modules import Module, check_guest_names, flatten_operations
 from .operations import Operation
@@ -23,6 +24,7 @@ from .operations import Operation
 __all__ = ["MAX_MODULES", "InstalledModule", "InstalledOperation", "OperationGraph", "build_graph", "install_alone"]
 
 MAX_MODULES = 1_000
+_ANY_LANGUAGE = LanguageFacts()
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,12 +90,15 @@ class OperationGraph:
         return f"<OperationGraph revision={self.revision} modules={len(self.modules)}>"
 
 
-def build_graph(modules: Sequence[Module], *, revision: int) -> OperationGraph:
+def build_graph(
+    modules: Sequence[Module], *, revision: int, language: LanguageFacts = _ANY_LANGUAGE
+) -> OperationGraph:
     """Install ``modules`` as one graph, or raise :class:`DefinitionError` naming the culprit.
 
     Refuses duplicate module ids, more than :data:`MAX_MODULES` modules, any key or path
     conflict inside a module (see :func:`mycelium.modules.flatten_operations`), and names a
-    guest program already has (see :func:`mycelium.modules.check_guest_names`).
+    program in ``language`` already has (see :func:`mycelium.modules.check_guest_names`);
+    by default no name is reserved.
     """
     if len(modules) > MAX_MODULES:
         raise DefinitionError(f"{len(modules)} modules is more than the limit of {MAX_MODULES}")
@@ -107,7 +112,7 @@ def build_graph(modules: Sequence[Module], *, revision: int) -> OperationGraph:
     # Flatten before allocating so a broken module is reported before anything else.
     leaves = {module.id: flatten_operations(module) for module in modules}
     for module in modules:
-        check_guest_names(module, leaves[module.id])
+        check_guest_names(module, leaves[module.id], language)
     aliases = _allocate_aliases(modules)
     transports = _allocate_transports({module.id: (*module.namespace, aliases[module.id]) for module in modules})
     installed: list[InstalledModule] = []

@@ -13,13 +13,11 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ._language import LanguageFacts
 from .errors import DefinitionError
 from .operations import AccessLabel, Operation, operation_from_function
 
 __all__ = [
-    "GUEST_BUILTINS",
-    "GUEST_IMPORTS",
-    "GUEST_MODULES",
     "MAX_ID_LENGTH",
     "RESERVED_NAMES",
     "Module",
@@ -32,44 +30,6 @@ MAX_ID_LENGTH = 160
 RESERVED_NAMES = frozenset({"env", "forage"})
 """Top-level guest names Mycelium itself owns."""
 
-# The names a guest program already has, found by probing the real sandbox (Monty 1.4.0);
-# tests/test_guest_names.py probes it again, so an upgrade that changes them fails a test.
-# fmt: off
-GUEST_IMPORTS = frozenset(
-    {
-        "asyncio", "base64", "binascii", "bisect", "collections", "copy", "csv", "dataclasses", "datetime", "decimal",
-        "functools", "hashlib", "itertools", "json", "math", "os", "pathlib", "posixpath", "random", "re", "sys",
-        "time", "tomllib", "typing", "unicodedata"
-    }
-)  # fmt: skip
-"""What ``import X`` gives a program in the sandbox: every module it offers, and no other."""
-GUEST_MODULES = GUEST_IMPORTS | {"gc"}
-"""Modules the sandbox provides: :data:`GUEST_IMPORTS`, and ``gc``, which Monty reserves.
-
-No namespace segment, at any depth, may be one of these: Monty refuses to build a
-namespace that would replace one of its own modules, so every run would fail.
-"""
-GUEST_BUILTINS = frozenset(
-    {
-        "ArithmeticError", "AssertionError", "AttributeError", "BaseException", "Ellipsis", "Exception",
-        "FileExistsError", "FileNotFoundError", "ImportError", "IndexError", "IsADirectoryError", "KeyError",
-        "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
-        "NotImplemented", "NotImplementedError", "OSError", "OverflowError", "PermissionError", "RecursionError",
-        "RuntimeError", "StopIteration", "SyntaxError", "SystemExit", "TimeoutError", "TypeError",
-        "UnboundLocalError", "UnicodeDecodeError", "UnicodeEncodeError", "ValueError", "ZeroDivisionError",
-        "__annotations__", "__doc__", "__file__", "__name__", "__package__", "__spec__", "abs", "all", "any", "bin",
-        "bool", "bytes", "chr", "complex", "dict", "divmod", "enumerate", "eval", "exec", "filter", "float", "format",
-        "frozenset", "getattr", "hasattr", "hash", "hex", "id", "int", "isinstance", "iter", "len", "list", "locals",
-        "map", "max", "min", "next", "object", "oct", "open", "ord", "pow", "print", "property", "range", "repr",
-        "reversed", "round", "set", "setattr", "slice", "sorted", "str", "sum", "tuple", "type", "zip"
-    }
-)
-"""The names every guest program starts with: builtins and module globals.
-
-A top-level name may not be one of these: it would hide the builtin from every program.
-Deeper segments may (``notes.list`` is fine).
-"""
-# fmt: on
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -211,18 +171,20 @@ def flatten_operations(module: Module) -> dict[tuple[str, ...], Operation]:
     return leaves
 
 
-def check_guest_names(module: Module, paths: Iterable[tuple[str, ...]]) -> None:
+def check_guest_names(module: Module, paths: Iterable[tuple[str, ...]], language: LanguageFacts) -> None:
     """Refuse a module whose names would clash, in a guest program, with names it already has.
 
-    ``paths`` are the module's operation paths (see :func:`flatten_operations`). The
-    module's top-level name (its first namespace segment, else its name) may be neither
-    one of :data:`GUEST_MODULES` nor of :data:`GUEST_BUILTINS`, and no namespace beneath it
-    may end in one of :data:`GUEST_MODULES`. Operation names are free.
+    ``paths`` are the module's operation paths (see :func:`flatten_operations`); ``language``
+    is what the sandbox's programs already have. The module's top-level name (its first
+    namespace segment, else its name) may be neither one of its reserved modules nor of its
+    builtins, and no namespace beneath it may end in one of the reserved modules. Operation
+    names are free.
     """
+    reserved = language.reserved_modules
     place = (*module.namespace, module.name)
     top = place[0]
-    if top in GUEST_MODULES or top in GUEST_BUILTINS:
-        what = "a module the sandbox provides" if top in GUEST_MODULES else "a builtin every program has"
+    if top in reserved or top in language.builtins:
+        what = "a module the sandbox provides" if top in reserved else "a builtin every program has"
         raise DefinitionError(
             f"module {module.id!r}: its top-level name {top!r} is {what}, so a program could not use both; "
             "choose another name, or place the module under a namespace",
@@ -230,11 +192,11 @@ def check_guest_names(module: Module, paths: Iterable[tuple[str, ...]]) -> None:
         )
     # Plain loops: this runs for every operation of every module each time a graph is built.
     for segment in place[1:]:
-        if segment in GUEST_MODULES:
+        if segment in reserved:
             raise _namespace_clash(module, place[: place.index(segment, 1) + 1])
     for path in paths:
         for segment in path[:-1]:
-            if segment in GUEST_MODULES:
+            if segment in reserved:
                 raise _namespace_clash(module, (*place, *path[: path.index(segment) + 1]))
 
 

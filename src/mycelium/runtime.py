@@ -27,7 +27,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from .access import Access, AccessGate, AccessRefusal
-from .admission import SandboxSlots, SharedSandbox, can_suspend
+from .admission import SandboxSlots
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
 from .discovery import SemanticRanker, check_ranker
@@ -39,7 +39,8 @@ from .hooks import Observer
 from .leases import Lease, LeaseTable, host_frames
 from .modules import Module
 from .options import AdmissionPolicy, ExecutionOptions, available_cores, check_int
-from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox, close_sandbox
+from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox
+from .shared_sandbox import SharedSandbox
 from .signals import AbortController, AbortSignal
 from .sources import Capabilities, CapabilitySource, Revision
 from .suspensions import Suspension, Suspensions
@@ -74,8 +75,8 @@ class _Running:
 class Runtime:
     """Hosts modules, hands out leases and runs operations. Use it as ``async with Runtime(...) as runtime:``.
 
-    ``sandbox`` evaluates guest programs; the runtime owns it and closes it (if it has
-    ``aclose()``) when the runtime closes. A :class:`~mycelium.SharedSandbox` is not owned:
+    ``sandbox`` evaluates guest programs; the runtime owns it and closes it when the
+    runtime closes. A :class:`~mycelium.SharedSandbox` is not owned:
     runtimes given the same one share its worker pool and admission slots, and its owner
     closes it. ``execution`` sets host-only limits, validated here. ``session`` is the
     host's session (``None`` for session-free hosts). ``on_operation_error`` receives the
@@ -105,7 +106,7 @@ class Runtime:
         semantic: SemanticRanker | None = None,
     ) -> None:
         if not isinstance(sandbox, Sandbox):
-            raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
+            raise ValueError(f"sandbox must be a mycelium.sandbox.Sandbox, got {type(sandbox).__name__}")
         if execution is not None and not isinstance(execution, ExecutionOptions):
             raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
         if session is not None and not isinstance(session, Session):
@@ -118,7 +119,7 @@ class Runtime:
         check_ranker(semantic)
         if suspensions is not None and not isinstance(suspensions, Suspensions):
             raise ValueError(f"suspensions must be Suspensions or None, got {type(suspensions).__name__}")
-        if suspensions is not None and not can_suspend(sandbox):
+        if suspensions is not None and not sandbox.suspends:
             raise ValueError(f"suspensions need a sandbox that can resume runs; {sandbox.adapter!r} cannot")
         if isinstance(modules, Module) or not isinstance(modules, Sequence):
             raise ValueError("modules must be a sequence of Module")
@@ -145,7 +146,9 @@ class Runtime:
         # Always gated: without an Access, a confirm=True operation is still refused, never run unasked.
         self._invoker = self._gated(access or Access())
         self._semantic = semantic
-        self._capabilities = Capabilities(modules=list(modules), sources=sources, session=session)
+        self._capabilities = Capabilities(
+            modules=list(modules), sources=sources, session=session, language=sandbox.language
+        )
         # The current revision's view, shared by its leases (each lease holds its own view, so
         # an older one lives exactly as long as the leases that use it).
         self._view: RevisionView | None = None
@@ -174,7 +177,7 @@ class Runtime:
 
     def _announce_unenforced_limits(self, sandbox: Sandbox) -> None:
         # A fact about where the host runs the sandbox, said once per runtime; it enforces nothing.
-        declared = getattr(sandbox, "unenforced_limits", ())
+        declared = sandbox.unenforced_limits
         if isinstance(declared, str) or not all(limit in UNENFORCED_LIMIT_NOTICES for limit in declared):
             known = sorted(UNENFORCED_LIMIT_NOTICES)
             raise ValueError(f"sandbox.unenforced_limits must be a collection of {known}, got {declared!r}")
@@ -292,9 +295,8 @@ class Runtime:
     async def _build(self, revision: Revision, build: _ViewBuild) -> None:
         sources = {snapshot.source_id: snapshot.version for snapshot in revision.snapshots}
         try:
-            notes = getattr(self.sandbox, "guest_notes", None)
             view = await anyio.to_thread.run_sync(
-                functools.partial(RevisionView.build, revision.graph, notes, sources, self._semantic)
+                functools.partial(RevisionView.build, revision.graph, self.sandbox, sources, self._semantic)
             )
         except Exception as exc:  # every acquire waiting for it gets it; the task itself ends quietly
             build.error = exc
@@ -430,7 +432,7 @@ class Runtime:
             await self._capabilities.close()
         finally:
             if self._owns_sandbox:
-                await close_sandbox(self.sandbox)
+                await self.sandbox.aclose()
 
     async def _wait_or_warn(self, wait: Callable[[], Awaitable[None]], waiting_for: Callable[[], str]) -> None:
         # A forgotten lease or a thread that never returns would make close() hang without a word.

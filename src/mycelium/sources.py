@@ -30,6 +30,7 @@ from typing import Literal, Protocol, runtime_checkable
 import anyio
 
 from . import tracing
+from ._language import LanguageFacts
 from .context import Session
 from .errors import DefinitionError, MyceliumError, RuntimeClosed
 from .graph import MAX_MODULES, OperationGraph, build_graph
@@ -76,15 +77,20 @@ class Acquired:
 
 
 class AcquireContext:
-    """What a source's ``acquire`` gets: the session, a signal to stop, and ``invalidate()``."""
+    """What a source's ``acquire`` gets: the session, a signal to stop, ``invalidate()``, the guest's language."""
 
-    __slots__ = ("_snapshot", "session", "signal")
+    __slots__ = ("_snapshot", "language", "session", "signal")
 
-    def __init__(self, session: Session | None, signal: AbortSignal, snapshot: _Snapshot) -> None:
+    def __init__(
+        self, session: Session | None, signal: AbortSignal, snapshot: _Snapshot, language: LanguageFacts
+    ) -> None:
         self.session = session
         """The runtime's session, ``None`` for a session-free host."""
         self.signal = signal
         """Aborted when the capture is cancelled or fails: stop, and account for what is open."""
+        self.language = language
+        """The language the sandbox's programs speak, so a source can name its modules and
+        namespaces with names a program can use (installation refuses the others)."""
         self._snapshot = snapshot
 
     def invalidate(self) -> None:
@@ -169,7 +175,14 @@ class _Build:
 class Capabilities:
     """Static modules plus sources, captured as revisions. One per runtime."""
 
-    def __init__(self, *, modules: Sequence[Module], sources: Sequence[CapabilitySource], session: Session | None):
+    def __init__(
+        self,
+        *,
+        modules: Sequence[Module],
+        sources: Sequence[CapabilitySource],
+        session: Session | None,
+        language: LanguageFacts,
+    ) -> None:
         if isinstance(sources, CapabilitySource) or not isinstance(sources, Sequence):
             raise ValueError("sources must be a sequence of capability sources")
         if len(sources) > MAX_SOURCES:
@@ -185,6 +198,7 @@ class Capabilities:
         self._static = tuple(modules)
         self._sources = sorted(sources, key=lambda candidate: candidate.id)
         self._session = session
+        self._language = language
         self._numbers = itertools.count(1)
         self._orders = itertools.count()
         self._current_snapshot: dict[str, _Snapshot] = {}
@@ -195,9 +209,9 @@ class Capabilities:
         self._closed = False
         # Static modules are checked now, so a broken registration fails at construction.
         if sources:
-            build_graph(self._static, revision=0)
+            build_graph(self._static, revision=0, language=language)
         else:
-            self._install(Revision(build_graph(self._static, revision=next(self._numbers)), ()))
+            self._install(Revision(build_graph(self._static, revision=next(self._numbers), language=language), ()))
 
     async def capture(self) -> Revision:
         """Hold the current revision, building a new one when there is none or a snapshot went stale."""
@@ -303,7 +317,7 @@ class Capabilities:
             chosen.append(snapshot)
         modules = [*self._static, *(module for snapshot in chosen for module in snapshot.modules)]
         try:
-            graph = build_graph(modules, revision=next(self._numbers))
+            graph = build_graph(modules, revision=next(self._numbers), language=self._language)
         except DefinitionError as exc:
             culprit = _culprit(exc, chosen)
             raise MyceliumSourceError(culprit, "acquire", f"its modules cannot be installed: {exc}") from exc
@@ -327,7 +341,7 @@ class Capabilities:
     ) -> _Snapshot:
         snapshot = _Snapshot(candidate.id, next(self._orders))
         try:
-            acquired = await candidate.acquire(AcquireContext(self._session, signal, snapshot))
+            acquired = await candidate.acquire(AcquireContext(self._session, signal, snapshot, self._language))
         except Exception as exc:
             raise MyceliumSourceError(candidate.id, "acquire", f"it raised {type(exc).__name__}") from exc
         if not isinstance(acquired, Acquired) or not callable(acquired.release):

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .failures import Failure, SandboxError, Unknown
-from .sandbox import SandboxRequest
+from .sandbox import Sandbox, SandboxRequest
 from .sandbox.guest import GuestNamespace, guest_root
 from .signals import AbortSignal
 from .values import JsonValue
@@ -22,11 +22,10 @@ __all__ = ["DirectSandbox", "RejectingSandbox", "direct_sandbox", "rejecting_san
 DirectFunction = Callable[[GuestNamespace, AbortSignal], Any]
 
 
-class DirectSandbox:
+class DirectSandbox(Sandbox):
     """Calls a host function with the request's bindings instead of evaluating code. NO ISOLATION."""
 
     adapter = "direct"
-    build_sha: str | None = None
 
     def __init__(self, fn: DirectFunction) -> None:
         self._fn = fn
@@ -39,11 +38,10 @@ class DirectSandbox:
         return result  # type: ignore[no-any-return]  # the runtime checks it is JSON
 
 
-class RejectingSandbox:
+class RejectingSandbox(Sandbox):
     """Fails every execute with the same typed failure, deterministically. NO ISOLATION (it runs nothing)."""
 
     adapter = "rejecting"
-    build_sha: str | None = None
 
     def __init__(self, failure: Failure | None = None) -> None:
         self.failure: Failure = failure if failure is not None else Unknown()

@@ -31,9 +31,7 @@ SPLIT_INSIDE_STRINGS = {
 
 
 @pytest.mark.parametrize("code", SPLIT_INSIDE_STRINGS.values(), ids=SPLIT_INSIDE_STRINGS.keys())
-async def test_a_type_checked_program_with_line_separators_in_strings_is_still_checked(
-    host: Host, code: str
-) -> None:
+async def test_a_type_checked_program_with_line_separators_in_strings_is_still_checked(host: Host, code: str) -> None:
     outcome = await host.run(code, await host.open(type_check=True))
     assert isinstance(outcome.result.failure, SyntaxFailure), outcome.result.text
     assert outcome.result.failure.type_check
@@ -46,7 +44,7 @@ async def test_a_type_checked_program_with_line_separators_in_strings_is_still_c
 HIDDEN_FROM_THE_CHECKER = {
     "form-feed-before-a-def": "await notes.record(data='RAN')\n\x0casync def g():\n\x0c    return 1\n"
     "await notes.record(data='UNCHECKED')\nawait notes.search(query=1)",
-    "multi-line-string": "s = \"\"\"\nx\"\"\"\nif s == \"\\nx\":\n    await notes.record(data='UNCHECKED')\n"
+    "multi-line-string": 's = """\nx"""\nif s == "\\nx":\n    await notes.record(data=\'UNCHECKED\')\n'
     "    await notes.search(query=1)",
     "type-checking-branch": "import typing\nif not typing.TYPE_CHECKING:\n    await notes.record(data='UNCHECKED')\n"
     "    await notes.search(query=1)",
@@ -85,7 +83,9 @@ async def test_a_program_the_type_checker_cannot_parse_does_not_run(host: Host, 
 
 
 async def test_a_type_checked_program_with_separators_in_strings_runs_when_it_is_well_typed(host: Host) -> None:
-    outcome = await host.run("s = 'a\u2028b\x0cc'\nawait notes.record(data=s)\nreturn s", await host.open(type_check=True))
+    outcome = await host.run(
+        "s = 'a\u2028b\x0cc'\nawait notes.record(data=s)\nreturn s", await host.open(type_check=True)
+    )
     assert outcome.result.value == "a\u2028b\x0cc", outcome.result.text
     assert host.state.records == ["a\u2028b\x0cc"]
 

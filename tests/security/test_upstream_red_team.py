@@ -16,7 +16,7 @@ from mycelium import CapabilitySource, ExecutionOptions, Runtime
 from mycelium.mcp import mcp_source
 from mycelium.mcp.config import config_sources, parse_config
 from mycelium.mcp.upstream import McpSource
-from mycelium.modules import GUEST_BUILTINS, GUEST_MODULES, RESERVED_NAMES
+from mycelium.modules import RESERVED_NAMES
 from mycelium.sandbox.monty import MontySandbox
 
 SECRET = "sk-live-red-team-0123456789"
@@ -112,7 +112,7 @@ def test_config_keys_named_like_the_guests_own_names_get_names_of_their_own() ->
     assert set(names) == set(taken)
     for name in names.values():
         assert name.isidentifier()
-        assert name not in RESERVED_NAMES | GUEST_MODULES | GUEST_BUILTINS
+        assert name not in RESERVED_NAMES | MontySandbox.language.reserved_modules | MontySandbox.language.builtins
         assert name not in {"None", "True", "False", "class"}
 
 

@@ -11,9 +11,12 @@ from mycelium import Module, operation
 from mycelium.graph import build_graph
 from mycelium.mcp.upstream import MAX_SEGMENT_CHARS, tool_paths
 from mycelium.modules import is_identifier
+from mycelium.sandbox.monty import MontySandbox
 
 from .conftest import runtime, upstream
 from .servers import HOSTILE_NAMES
+
+LANGUAGE = MontySandbox.language
 
 
 def installable(paths: dict[str, tuple[str, ...]]) -> None:
@@ -25,27 +28,27 @@ def installable(paths: dict[str, tuple[str, ...]]) -> None:
 
 
 def test_distinct_names_that_normalise_alike_get_distinct_paths_and_the_exact_name_keeps_its_own() -> None:
-    paths = tool_paths(["list-issues", "list_issues"])
+    paths = tool_paths(["list-issues", "list_issues"], LANGUAGE)
     assert paths["list_issues"] == ("list_issues",)
     suffix = hashlib.sha256(b"list-issues").hexdigest()[:8]
     assert paths["list-issues"] == (f"list_issues_{suffix}",)
 
 
 def test_dotted_and_slashed_names_become_nested_namespaces() -> None:
-    assert tool_paths(["repos.list", "files/read/all"]) == {
+    assert tool_paths(["repos.list", "files/read/all"], LANGUAGE) == {
         "repos.list": ("repos", "list"),
         "files/read/all": ("files", "read", "all"),
     }
 
 
 def test_an_operation_that_is_also_a_namespace_moves_aside() -> None:
-    paths = tool_paths(["issues", "issues.list"])
+    paths = tool_paths(["issues", "issues.list"], LANGUAGE)
     assert paths["issues.list"] == ("issues", "list")
     assert paths["issues"][0].startswith("issues_")
 
 
 def test_hostile_names_all_get_legal_distinct_paths() -> None:
-    paths = tool_paths(HOSTILE_NAMES)
+    paths = tool_paths(HOSTILE_NAMES, LANGUAGE)
     assert len(set(paths.values())) == len(HOSTILE_NAMES)
     for path in paths.values():
         assert all(is_identifier(segment) and segment.isascii() for segment in path)
@@ -60,26 +63,26 @@ def test_hostile_names_all_get_legal_distinct_paths() -> None:
 def test_a_name_made_to_equal_another_ones_suffixed_path_is_still_kept_apart() -> None:
     suffix = hashlib.sha256(b"list-issues").hexdigest()[:8]
     names = ["list-issues", "list_issues", f"list_issues_{suffix}"]
-    paths = tool_paths(names)
+    paths = tool_paths(names, LANGUAGE)
     assert len(set(paths.values())) == 3
     assert paths[f"list_issues_{suffix}"] == (f"list_issues_{suffix}",)
 
 
 @given(st.permutations(HOSTILE_NAMES))
 def test_paths_do_not_depend_on_the_order_tools_are_listed_in(names: list[str]) -> None:
-    assert tool_paths(names) == tool_paths(HOSTILE_NAMES)
+    assert tool_paths(names, LANGUAGE) == tool_paths(HOSTILE_NAMES, LANGUAGE)
 
 
 @given(st.lists(st.text(max_size=30), unique=True, max_size=25))
 def test_any_set_of_distinct_names_maps_one_to_one_to_installable_paths(names: list[str]) -> None:
-    paths = tool_paths(names)
+    paths = tool_paths(names, LANGUAGE)
     assert len(set(paths.values())) == len(names)
     if names:
         installable(paths)
 
 
 async def test_a_program_calls_every_hostile_tool_and_describe_shows_the_original_name() -> None:
-    paths = tool_paths(HOSTILE_NAMES)
+    paths = tool_paths(HOSTILE_NAMES, LANGUAGE)
     calls = ", ".join(f"await up.{'.'.join(path)}()" for path in paths.values())
     async with upstream("http", "names") as (source, _), runtime(source) as rt, rt.lease() as lease:
         called = await lease.execute_tool.run(f"return [{calls}]")

@@ -20,7 +20,9 @@ from rich.markup import escape
 from ..checks import Finding, check_catalog
 from ..errors import MyceliumError
 from ..execute import ToolResult
+from ..mcp import McpCatalog
 from ..modules import Module
+from ..sandbox.monty import MontySandbox
 from ..sources import MyceliumSourceError
 from ..values import JsonValue, dumps_compact
 from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
@@ -152,11 +154,15 @@ async def _description(target: Target) -> ToolResult:
 
 
 async def _findings(target: Target) -> list[Finding]:
-    async with as_owner(target) as (_, authority):
+    async with as_owner(target) as (catalog, authority):
         items = authority.sources
+        # Checked as the catalog's own sandbox runs programs; a provider of another kind
+        # is checked as the default sandbox (Monty) would run them.
+        language = catalog.sandbox.language if isinstance(catalog, McpCatalog) else MontySandbox.language
         return await check_catalog(
             modules=[item for item in items if isinstance(item, Module)],
             sources=[item for item in items if not isinstance(item, Module)],
+            language=language,
         )
 
 

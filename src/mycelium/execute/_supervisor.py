@@ -21,7 +21,7 @@ from ..bindings import Execution
 from ..discovery import forage_bindings
 from ..failures import Cancelled, DeadlineExceeded, Failure, SandboxBusy, Unknown
 from ..graph import InstalledOperation
-from ..sandbox import SandboxRequest, SuspendingSandbox
+from ..sandbox import SandboxRequest
 from ..signals import AbortController, AbortSignal
 from ..suspensions._desk import ResumeRefused
 from ..values import JsonValue
@@ -220,7 +220,6 @@ class Supervisor:
             return await sandbox.execute(request, signal)
         if any(call.target is None for call in resumption.calls.values()):
             raise ResumeRefused("revision-changed")
-        assert isinstance(sandbox, SuspendingSandbox)  # only such a sandbox ever paused a run
         if resumption.claim is not None:
             signal.throw_if_aborted()  # stopped before it started: the suspension stays
             await resumption.claim(signal)

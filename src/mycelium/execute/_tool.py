@@ -13,7 +13,6 @@ import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
-from ..admission import can_suspend
 from ..failures import InvalidArguments
 from ..handed_out import HandedOut
 from ..signals import AbortSignal
@@ -101,7 +100,7 @@ class ExecuteTool(HandedOut):
         tool = cls.__new__(cls)
         tool.definition = view.definition
         # Stepping a run costs more than feeding it whole: only a run that could pause is stepped.
-        suspendable = services.suspensions is not None and can_suspend(services.sandbox) and view.has_confirm
+        suspendable = services.suspensions is not None and services.sandbox.suspends and view.has_confirm
         tool._executor = Executor(view, services, suspendable=suspendable)
         tool._hold = hold
         tool._max_code_bytes = services.options.max_code_bytes

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..discovery import FORAGE_MODULE_ID, Catalog, NamespaceStubs, SemanticRanker
 from ..graph import OperationGraph
+from ..sandbox import Sandbox
 from ..suspensions._records import module_digests
 from ..tool_calls import ToolDefinition
 from ._description import execute_definition
@@ -42,16 +43,16 @@ class RevisionView:
     def build(
         cls,
         graph: OperationGraph,
-        sandbox_notes: str | None = None,
+        sandbox: Sandbox,
         sources: Mapping[str, str] | None = None,
         semantic: SemanticRanker | None = None,
     ) -> RevisionView:
-        """Build the view of ``graph`` once; leases of the revision reuse it."""
+        """Build the view of ``graph`` once, as ``sandbox`` runs it; leases of the revision reuse it."""
         catalog = Catalog(graph, semantic)
         return cls(
             graph=graph,
             catalog=catalog,
-            definition=execute_definition(catalog, sandbox_notes),
+            definition=execute_definition(catalog, sandbox.language, sandbox.guest_notes),
             namespace_paths={"forage": ("forage",), **{m.transport: m.path for m in graph.modules}},
             module_ids={"forage": FORAGE_MODULE_ID, **{m.transport: m.id for m in graph.modules}},
             stubs=NamespaceStubs(catalog),

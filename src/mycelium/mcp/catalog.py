@@ -29,13 +29,13 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..access import Access, Grant
-from ..admission import SharedSandbox
 from ..context import Session
 from ..discovery import SemanticRanker, check_ranker
 from ..modules import Module
 from ..options import ExecutionOptions, check_int
 from ..runtime import Runtime
 from ..sandbox import Sandbox
+from ..shared_sandbox import SharedSandbox
 from ..sources import CapabilitySource
 from ..tool_calls import ToolCall, ToolDefinition, ToolResult
 from .connections import ConnectionStore, MemoryConnections
@@ -212,7 +212,7 @@ class McpCatalog(McpCatalogProvider):
         if not callable(load):
             raise ValueError("load must be a callable taking a principal and returning an McpAuthority")
         if not isinstance(sandbox, Sandbox):
-            raise ValueError(f"sandbox must implement the Sandbox protocol, got {type(sandbox).__name__}")
+            raise ValueError(f"sandbox must be a mycelium.sandbox.Sandbox, got {type(sandbox).__name__}")
         if execution is not None and not isinstance(execution, ExecutionOptions):
             raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
         check_ranker(semantic)

@@ -6,20 +6,21 @@ plus an :class:`~mycelium.signals.AbortSignal`, runs the program in isolation, a
 returns its JSON value or raises :class:`~mycelium.failures.SandboxError` with a typed
 failure. This package knows nothing of leases, runtimes or MCP.
 
-A sandbox that can pause a run (a :class:`SuspendingSandbox`) does so when a request
+A sandbox that can pause a run (one that :attr:`~Sandbox.suspends`) does so when a request
 says it may and a call's binding raises :class:`~mycelium.access.DecisionDeferred`: it
 lets the run's other calls settle, captures the run, and raises :class:`Suspended`
-carrying its state. Later, perhaps in another process, :meth:`SuspendingSandbox.resume`
-continues from that state with the paused call's outcome.
+carrying its state. Later, perhaps in another process, :meth:`Sandbox.resume` continues
+from that state with the paused call's outcome.
 """
 
 from __future__ import annotations
 
-import inspect
+import abc
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, TypeAlias
 
+from .._language import LanguageFacts
 from ..access import DecisionDeferred
 from ..bindings import BindingCallback
 from ..signals import AbortSignal
@@ -28,14 +29,13 @@ from ..values import JsonValue
 __all__ = [
     "UNENFORCED_LIMIT_NOTICES",
     "BindingCallback",
+    "LanguageFacts",
     "PendingCalls",
     "Sandbox",
     "SandboxRequest",
     "Suspended",
-    "SuspendingSandbox",
     "UnenforcedLimit",
     "Unrestorable",
-    "close_sandbox",
 ]
 
 UnenforcedLimit: TypeAlias = Literal["cpu", "memory", "output", "cancel"]
@@ -89,32 +89,6 @@ class SandboxRequest:
     # every request of one revision: a sandbox may keep per-revision work keyed on them.
 
 
-@runtime_checkable
-class Sandbox(Protocol):
-    """Evaluates a guest program in isolation and returns its JSON value."""
-
-    @property
-    def adapter(self) -> str:
-        """A name for operator evidence (``"monty"``); never guest authority."""
-        ...
-
-    @property
-    def build_sha(self) -> str | None:
-        """The adapter's source revision for operator evidence, if known."""
-        ...
-
-    # A sandbox may also offer ``guest_notes: str | None``: a few lines for the model about
-    # what this sandbox adds (a persistent workspace, say), appended to the tool description.
-
-    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
-        """Run ``request.code``; raise ``SandboxError`` for a typed failure.
-
-        Must observe ``signal`` while starting and running, and must not return before
-        the work it started has settled.
-        """
-        ...
-
-
 class Suspended(Exception):
     """Raised by a sandbox instead of returning: the run paused at calls awaiting a decision.
 
@@ -143,9 +117,44 @@ class Unrestorable(Exception):
     """The state handed to :meth:`SuspendingSandbox.resume` cannot be restored; nothing ran."""
 
 
-@runtime_checkable
-class SuspendingSandbox(Sandbox, Protocol):
-    """A sandbox that can pause a run at a deferred decision and continue it later."""
+class Sandbox(abc.ABC):
+    """Evaluates a guest program in isolation and returns its JSON value. Derive from it.
+
+    :meth:`execute` and :attr:`adapter` are the contract; every other member has a default
+    that states what a sandbox says by saying nothing:
+
+    - :attr:`build_sha`: ``None`` (the adapter's source revision, for operator evidence).
+    - :attr:`language`: a plain ``Python`` description with no names reserved.
+    - :attr:`guest_notes`: ``None`` (a few lines for the model about what this sandbox adds,
+      a persistent workspace say, appended to the tool description).
+    - :attr:`unenforced_limits`: none (limits the host declares are not enforced where it
+      runs this sandbox; the runtime logs each once).
+    - :attr:`suspends` and :meth:`resume`: it cannot pause a run.
+    - :meth:`aclose`: nothing to close.
+    """
+
+    build_sha: str | None = None
+    language: LanguageFacts = LanguageFacts()
+    guest_notes: str | None = None
+    unenforced_limits: tuple[UnenforcedLimit, ...] = ()
+    suspends: bool = False
+    """Whether it can pause a run at a deferred decision and :meth:`resume` it later."""
+
+    @property
+    @abc.abstractmethod
+    def adapter(self) -> str:
+        """A name for operator evidence (``"monty"``); never guest authority."""
+
+    @abc.abstractmethod
+    async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
+        """Run ``request.code``; raise ``SandboxError`` for a typed failure.
+
+        Must observe ``signal`` while starting and running, and must not return before
+        the work it started has settled. A request that says it is ``suspendable`` may
+        pause: when a call's binding raises :class:`~mycelium.access.DecisionDeferred`,
+        the sandbox lets the run's other calls settle, captures the run, and raises
+        :class:`Suspended` (only a sandbox that :attr:`suspends` is given such a request).
+        """
 
     async def resume(
         self, request: SandboxRequest, state: bytes, pending: PendingCalls, signal: AbortSignal
@@ -157,15 +166,9 @@ class SuspendingSandbox(Sandbox, Protocol):
         ids: each starts that call (with the person's decision, or asking again), and its
         outcome is what the program gets for it. Raises :class:`Unrestorable` when ``state``
         cannot be restored or ``pending`` does not match it (nothing ran then), and
-        :class:`Suspended` when the run pauses again.
+        :class:`Suspended` when the run pauses again. By default nothing can be restored.
         """
-        ...
+        raise Unrestorable(f"the {self.adapter} sandbox cannot resume a paused run")
 
-
-async def close_sandbox(sandbox: Sandbox) -> None:
-    """Close ``sandbox`` if it offers ``aclose()`` (sync or async); the protocol does not require one."""
-    closer = getattr(sandbox, "aclose", None)
-    if closer is not None:
-        outcome = closer()
-        if inspect.isawaitable(outcome):
-            await outcome
+    async def aclose(self) -> None:  # noqa: B027  # a default on purpose: most sandboxes hold nothing
+        """Release what the sandbox holds (worker processes, say). Idempotent; by default nothing."""

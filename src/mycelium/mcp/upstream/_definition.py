@@ -12,6 +12,7 @@ import mcp.types
 
 from ...errors import DefinitionError
 from ...modules import Module, check_id
+from ...sandbox.monty._language import MONTY_LANGUAGE
 from ...sources import CapabilitySource
 from ._names import _guest_name
 from ._source import McpSource
@@ -75,7 +76,8 @@ def mcp_source(
         if value is not None and (type(value) is not int or value <= 0):
             raise DefinitionError(f"mcp_source {id!r}: {label} must be a positive number of milliseconds")
     if name is None:
-        name = _guest_name(id, has_namespace=bool(namespace))
+        # Named for the default sandbox's language: a host with another sandbox may pass name=.
+        name = _guest_name(id, has_namespace=bool(namespace), language=MONTY_LANGUAGE)
     Module(id=id, name=name, namespace=namespace)  # checks the name and namespace now, not at the first lease
     return McpSource(
         id,

@@ -12,7 +12,8 @@ import keyword
 import unicodedata
 from collections.abc import Iterable, Mapping
 
-from ...modules import GUEST_BUILTINS, GUEST_MODULES, RESERVED_NAMES
+from ..._language import LanguageFacts
+from ...modules import RESERVED_NAMES
 from ...text import clip
 
 MAX_SEGMENT_CHARS = 64
@@ -23,20 +24,20 @@ MAX_SEGMENTS = 4
 _SUFFIX_LENGTHS = (0, 8, 16, 64)  # hash characters tried in turn to keep clashing paths apart
 
 
-def tool_paths(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
+def tool_paths(names: Iterable[str], language: LanguageFacts) -> dict[str, tuple[str, ...]]:
     """Map each tool name to its guest path, one to one, whatever order the names come in.
 
     A name splits at ``.`` and ``/`` into nested namespaces (empty parts dropped, at most
     :data:`MAX_SEGMENTS`); each part becomes an ASCII identifier (accents dropped, other
     characters ``_``, leading underscores dropped, ``tool`` for nothing, ``tool_`` before a
-    digit, ``_`` after a keyword or after a namespace named like a sandbox module, cut to
-    :data:`MAX_SEGMENT_CHARS`). Where two names would share a path, the one whose name *is*
-    that path keeps it and the others end in ``_`` and a hash of their own name; a path that
-    is also a namespace of another (``issues`` and ``issues.list``) gets the suffix too.
-    Longer hashes settle what is left; if that cannot, :class:`ValueError` names the tool.
-    A path therefore depends on the set of names only.
+    digit, ``_`` after a keyword or after a namespace named like a module ``language``
+    reserves, cut to :data:`MAX_SEGMENT_CHARS`). Where two names would share a path, the one
+    whose name *is* that path keeps it and the others end in ``_`` and a hash of their own
+    name; a path that is also a namespace of another (``issues`` and ``issues.list``) gets
+    the suffix too. Longer hashes settle what is left; if that cannot, :class:`ValueError`
+    names the tool. A path therefore depends on the set of names (and the language) only.
     """
-    bases = {name: _base_path(name) for name in names}
+    bases = {name: _base_path(name, language.reserved_modules) for name in names}
     levels = dict.fromkeys(bases, 0)
     for _ in _SUFFIX_LENGTHS:
         paths = {name: _suffixed(bases[name], name, _SUFFIX_LENGTHS[levels[name]]) for name in bases}
@@ -50,13 +51,13 @@ def tool_paths(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     raise AssertionError("unreachable: every round raises a level or returns")
 
 
-def _base_path(name: str) -> tuple[str, ...]:
+def _base_path(name: str, reserved: frozenset[str]) -> tuple[str, ...]:
     parts = [part for part in name.replace("/", ".").split(".") if part]
     if len(parts) > MAX_SEGMENTS:
         parts = [*parts[: MAX_SEGMENTS - 1], "_".join(parts[MAX_SEGMENTS - 1 :])]
     segments = [_identifier(part) for part in parts] or ["tool"]
     # A namespace named like a sandbox module cannot be built (see modules.check_guest_names).
-    return (*(s + "_" if s in GUEST_MODULES else s for s in segments[:-1]), segments[-1])
+    return (*(s + "_" if s in reserved else s for s in segments[:-1]), segments[-1])
 
 
 def _identifier(text: str) -> str:
@@ -94,8 +95,8 @@ def _clashing(paths: Mapping[str, tuple[str, ...]]) -> set[str]:
     return clashing
 
 
-def _guest_name(id: str, *, has_namespace: bool) -> str:
+def _guest_name(id: str, *, has_namespace: bool, language: LanguageFacts) -> str:
     name = _identifier(id)
-    if name in RESERVED_NAMES or name in GUEST_MODULES or (not has_namespace and name in GUEST_BUILTINS):
+    if name in RESERVED_NAMES or name in language.reserved_modules or (not has_namespace and name in language.builtins):
         name += "_"
     return name

@@ -25,6 +25,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from ..._language import LanguageFacts
 from ...context import InvocationContext
 from ...errors import DefinitionError
 from ...modules import Module
@@ -126,7 +127,8 @@ class McpSource:
             try:
                 tools, server = await self._list(session, context.signal)
                 # Checking every schema is CPU work that grows with the listing: off the event loop.
-                module, version = await anyio.to_thread.run_sync(self._project, tools, server, session)
+                project = functools.partial(self._project, tools, server, session, context.language)
+                module, version = await anyio.to_thread.run_sync(project)
             except BaseException as exc:
                 session.lose()  # the next acquisition starts afresh
                 await self._let_go(session, hold)
@@ -183,14 +185,18 @@ class McpSource:
         raise self._failure(f"its tools/list did not end within {MAX_LIST_PAGES} pages")
 
     def _project(
-        self, tools: list[mcp.types.Tool], server: mcp.types.Implementation | None, session: _UpstreamSession
+        self,
+        tools: list[mcp.types.Tool],
+        server: mcp.types.Implementation | None,
+        session: _UpstreamSession,
+        language: LanguageFacts,
     ) -> tuple[Module, str]:
         counts = collections.Counter(tool.name for tool in tools)
         twice = sorted(name for name, count in counts.items() if count > 1)
         if twice:
             raise self._failure(f"it lists the tool {self._shown(twice[0])} more than once")
         try:
-            paths = tool_paths(counts)
+            paths = tool_paths(counts, language)
         except ValueError as exc:
             raise self._failure(self._secrets.text(str(exc))) from None
         sizes = {tool.name: len(json.dumps([tool.input_schema, tool.output_schema], default=str)) for tool in tools}

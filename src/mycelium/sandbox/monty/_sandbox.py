@@ -15,9 +15,10 @@ from pydantic_monty import MontyError, MountDir
 from ...failures import SandboxError, TransportLost
 from ...signals import AbortSignal
 from ...values import MAX_JSON_DEPTH, JsonValue
-from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, SandboxRequest, UnenforcedLimit, Unrestorable
+from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, Sandbox, SandboxRequest, UnenforcedLimit, Unrestorable
 from ._calls import _GuestRun
 from ._errors import _failure_for
+from ._language import MONTY_LANGUAGE
 from ._namespaces import _RUN, _GuestModules, _RunSlot
 from ._output import _PrintBuffer
 from ._paused import _Paused
@@ -40,7 +41,7 @@ _FEED_LIMIT_SLACK_SECS = 0.5
 _KEPT_REVISIONS = 32
 
 
-class MontySandbox:
+class MontySandbox(Sandbox):
     """Runs guest Python programs in Monty worker processes.
 
     Use ``async with MontySandbox() as sandbox`` or hand it to a ``Runtime``, which closes
@@ -74,6 +75,8 @@ class MontySandbox:
     """
 
     adapter = "monty"
+    language = MONTY_LANGUAGE
+    suspends = True
 
     def __init__(
         self,
@@ -120,8 +123,8 @@ class MontySandbox:
         unknown = [limit for limit in limits if limit not in UNENFORCED_LIMIT_NOTICES]
         if unknown:
             raise ValueError(f"MontySandbox unenforced_limits has unknown {unknown!r}; use cpu, memory, output, cancel")
-        self.unenforced_limits: tuple[UnenforcedLimit, ...] = limits
-        self.build_sha: str | None = f"pydantic-monty {pydantic_monty.__version__}"
+        self.unenforced_limits = limits
+        self.build_sha = f"pydantic-monty {pydantic_monty.__version__}"
         self._memory_limit = memory_limit_bytes
         self._recursion = max_recursion_depth
         self._max_calls = max_operation_calls
@@ -132,7 +135,7 @@ class MontySandbox:
         self._workspace = workspace
         self._workspace_limit = workspace_write_limit_bytes
         self._type_check = type_check
-        self.guest_notes: str | None = (
+        self.guest_notes = (
             f"Files: {WORKSPACE_PATH} is this session's folder; files written there are still there in later "
             "runs of the same session, so keep state you need again in a file there and read it back."
             if workspace is not None
@@ -169,7 +172,7 @@ class MontySandbox:
         """Continue a run :meth:`execute` paused, in a fresh session (any process of this version).
 
         ``pending`` starts each call the run paused at (see
-        :meth:`~mycelium.sandbox.SuspendingSandbox.resume`). Raises
+        :meth:`~mycelium.sandbox.Sandbox.resume`). Raises
         :class:`~mycelium.sandbox.Unrestorable` when ``state`` is not one this adapter can
         restore, or ``pending`` names other calls; nothing runs then.
         """
