@@ -33,7 +33,7 @@ from mycelium import (
     DefinitionError,
     InvocationContext,
     Module,
-    OperationError,
+    OperationEvidence,
     OperationFailed,
     RefusedCall,
     Runtime,
@@ -59,7 +59,7 @@ class Probe:
     ran: list[InvocationContext] = field(default_factory=list)
     asked: list[ConfirmRequest] = field(default_factory=list)
     refused: list[RefusedCall] = field(default_factory=list)
-    errors: list[OperationError] = field(default_factory=list)
+    errors: list[OperationEvidence] = field(default_factory=list)
 
     def input_model(self) -> type[BaseModel]:
         decoded = self.decoded

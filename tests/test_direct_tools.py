@@ -23,7 +23,7 @@ from mycelium import (
     DirectTool,
     InvocationContext,
     LeaseReleased,
-    OperationError,
+    OperationEvidence,
     RefusedCall,
     Runtime,
     Session,
@@ -41,7 +41,7 @@ class Recorder:
         self.ran: list[InvocationContext] = []
         self.asked: list[ConfirmRequest] = []
         self.refused: list[RefusedCall] = []
-        self.errors: list[OperationError] = []
+        self.errors: list[OperationEvidence] = []
 
     def tool(
         self,

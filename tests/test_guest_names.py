@@ -22,7 +22,7 @@ from mycelium import DefinitionError, Module, Operation, Runtime, operation
 from mycelium.failures import Unknown
 from mycelium.modules import RESERVED_NAMES
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.sources import AcquireContext, Acquired, MyceliumSourceError, source
+from mycelium import AcquireContext, Acquired, MyceliumSourceError, source
 from mycelium.testing import RejectingSandbox, rejecting_sandbox
 
 

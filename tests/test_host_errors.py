@@ -16,7 +16,7 @@ from mycelium import (
     InvocationContext,
     Module,
     Operation,
-    OperationError,
+    OperationEvidence,
     OperationFailed,
     Runtime,
     operation,
@@ -230,7 +230,7 @@ async def test_pydantic_output_that_encodes_to_a_non_json_float_is_a_host_error(
 
 
 async def test_invalid_input_is_the_callers_fault_and_not_reported_as_a_host_error() -> None:
-    reported: list[OperationError] = []
+    reported: list[OperationEvidence] = []
     op = operation(input=Order, execute=lambda order: order.quantity)
 
     async with Runtime(
@@ -246,12 +246,12 @@ async def test_invalid_input_is_the_callers_fault_and_not_reported_as_a_host_err
 
 
 async def test_on_operation_error_receives_the_exception_with_the_same_reference_at_stage_execute() -> None:
-    reported: list[OperationError] = []
+    reported: list[OperationEvidence] = []
 
     err = await _failure(operation(execute=_boom), on_operation_error=reported.append)
 
     [evidence] = reported
-    assert isinstance(evidence, OperationError)
+    assert isinstance(evidence, OperationEvidence)
     assert evidence.reference == err.reference
     assert evidence.stage == "execute"
     assert isinstance(evidence.exception, LeakyError)
@@ -262,7 +262,7 @@ async def test_on_operation_error_receives_the_exception_with_the_same_reference
 
 
 async def test_on_operation_error_reports_a_raising_validator_at_stage_decode() -> None:
-    reported: list[OperationError] = []
+    reported: list[OperationEvidence] = []
 
     err = await _failure(
         operation(input=ExplodingValidator, execute=lambda value: value),
@@ -278,7 +278,7 @@ async def test_on_operation_error_reports_a_raising_validator_at_stage_decode() 
 
 
 async def test_on_operation_error_reports_a_raising_serializer_at_stage_encode() -> None:
-    reported: list[OperationError] = []
+    reported: list[OperationEvidence] = []
 
     err = await _failure(
         operation(output=ExplodingSerializer, execute=lambda: ExplodingSerializer(quantity=1)),
@@ -293,7 +293,7 @@ async def test_on_operation_error_reports_a_raising_serializer_at_stage_encode()
 
 
 async def test_on_operation_error_reports_an_output_that_fails_its_schema_at_stage_encode() -> None:
-    reported: list[OperationError] = []
+    reported: list[OperationEvidence] = []
 
     err = await _failure(
         operation(output=Order, execute=lambda: {"quantity": "lots"}),
@@ -306,7 +306,7 @@ async def test_on_operation_error_reports_an_output_that_fails_its_schema_at_sta
 
 
 async def test_on_operation_error_that_raises_does_not_change_the_outcome() -> None:
-    def broken_handler(evidence: OperationError) -> None:
+    def broken_handler(evidence: OperationEvidence) -> None:
         raise RuntimeError(f"the error tracker is down: {SECRET}")
 
     err = await _failure(operation(execute=_boom), on_operation_error=broken_handler)
@@ -316,9 +316,9 @@ async def test_on_operation_error_that_raises_does_not_change_the_outcome() -> N
 
 
 async def test_async_on_operation_error_is_awaited_before_the_caller_sees_the_failure() -> None:
-    reported: list[OperationError] = []
+    reported: list[OperationEvidence] = []
 
-    async def handler(evidence: OperationError) -> None:
+    async def handler(evidence: OperationEvidence) -> None:
         reported.append(evidence)
 
     err = await _failure(operation(execute=_boom), on_operation_error=handler)
@@ -327,7 +327,7 @@ async def test_async_on_operation_error_is_awaited_before_the_caller_sees_the_fa
 
 
 async def test_async_on_operation_error_that_raises_does_not_change_the_outcome() -> None:
-    async def handler(evidence: OperationError) -> None:
+    async def handler(evidence: OperationEvidence) -> None:
         raise RuntimeError(SECRET)
 
     err = await _failure(operation(execute=_async_boom), on_operation_error=handler)
@@ -353,7 +353,7 @@ async def test_host_error_is_logged_on_the_mycelium_logger_with_reference_and_ex
 
 
 async def test_on_operation_error_that_raises_is_itself_logged(caplog: pytest.LogCaptureFixture) -> None:
-    def broken_handler(evidence: OperationError) -> None:
+    def broken_handler(evidence: OperationEvidence) -> None:
         raise RuntimeError("tracker down")
 
     with caplog.at_level(logging.ERROR, logger="mycelium"):
@@ -372,7 +372,7 @@ async def test_on_operation_error_that_raises_is_itself_logged(caplog: pytest.Lo
 
 
 async def test_unhandled_operation_failed_in_an_execute_fails_it_with_capability_failed() -> None:
-    reported: list[OperationError] = []
+    reported: list[OperationEvidence] = []
 
     async def program(bindings: Any, signal: object) -> object:
         return await bindings.shop.op({})
@@ -417,7 +417,7 @@ async def test_capability_failed_result_text_and_failure_hold_no_host_detail() -
 
 async def test_capability_failed_result_text_carries_the_reference_the_host_received() -> None:
     # The model reads result.text; the reference it can quote must be the one on_operation_error got.
-    reported: list[OperationError] = []
+    reported: list[OperationEvidence] = []
 
     async def program(bindings: Any, signal: object) -> object:
         return await bindings.shop.op({})

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mycelium import Lease, Module, Runtime, RuntimeClosed, operation
-from mycelium.sources import AcquireContext, Acquired, MyceliumSourceError, source
+from mycelium import AcquireContext, Acquired, MyceliumSourceError, source
 from mycelium.testing import direct_sandbox
 
 SOURCE_IDS = ("gamma", "alpha", "beta")  # registered out of order on purpose

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from mycelium import Module, OperationError, Runtime, ToolError, direct_tool
+from mycelium import Module, OperationEvidence, Runtime, ToolError, direct_tool
 from mycelium.errors import MAX_ERROR_MESSAGE_CHARS
 from mycelium.sandbox.monty import MontySandbox
 
 
-def notes(errors: list[OperationError]) -> Runtime:
+def notes(errors: list[OperationEvidence]) -> Runtime:
     module = Module(id="notes-v1", name="notes")
 
     @module.operation(access="read")
@@ -23,7 +23,7 @@ def notes(errors: list[OperationError]) -> Runtime:
 
 
 async def test_a_program_catches_an_operations_own_error_with_its_message() -> None:
-    errors: list[OperationError] = []
+    errors: list[OperationEvidence] = []
     program = "try:\n    await notes.find(id=2)\nexcept RuntimeError as e:\n    return str(e)"
     async with notes(errors) as runtime, runtime.lease() as lease:
         result = await lease.execute_tool.run(program)
@@ -32,7 +32,7 @@ async def test_a_program_catches_an_operations_own_error_with_its_message() -> N
 
 
 async def test_an_unhandled_operation_error_is_the_programs_exception_and_its_message_is_bounded() -> None:
-    errors: list[OperationError] = []
+    errors: list[OperationEvidence] = []
     async with notes(errors) as runtime, runtime.lease() as lease:
         result = await lease.execute_tool.run("return await notes.find(id=1)")
     assert result.failure is not None

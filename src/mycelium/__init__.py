@@ -6,7 +6,7 @@ module.
 
 from . import tracing
 from .access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
-from .bindings import OperationError
+from .bindings import OperationEvidence
 from .context import CallContext, ExecuteIdentity, InvocationContext, Session
 from .discovery import Catalog, CatalogEntry
 from .errors import (
@@ -15,6 +15,7 @@ from .errors import (
     LeaseReleased,
     MissingExecuteIdentity,
     MyceliumError,
+    MyceliumSourceError,
     OperationFailed,
     RuntimeClosed,
     ToolError,
@@ -29,7 +30,7 @@ from .options import AdmissionPolicy, ExecutionOptions
 from .runtime import Runtime
 from .shared_sandbox import SharedSandbox
 from .signals import AbortController, AbortError, AbortSignal
-from .sources import AcquireContext, Acquired, CapabilitySource, MyceliumSourceError, source
+from .sources import AcquireContext, Acquired, CapabilitySource, source
 from .suspensions import (
     MemorySuspensions,
     PostgresSuspensions,
@@ -77,7 +78,7 @@ __all__ = [
     "MyceliumError",
     "MyceliumSourceError",
     "Operation",
-    "OperationError",
+    "OperationEvidence",
     "OperationFailed",
     "PostgresSuspensions",
     "PreparedExecute",

@@ -21,27 +21,25 @@ Hosts pass their decisions down as data in :class:`Access`:
   confirmation is refused as ``confirmation-unavailable``.
 - ``on_refused``: observes each refusal; it never changes the decision.
 
-The grant is checked first, then the person, both before the input is decoded. A refused
-call returns an :class:`AccessRefusal` as its ordinary result (a guest gets its JSON form)
-and nothing of the operation runs. A refusal still uses up its ordinal: the call happened.
+The gate (:mod:`mycelium.gate`) checks the grant first, then the person, both before the
+input is decoded. A refused call returns an :class:`AccessRefusal` as its ordinary result (a
+guest gets its JSON form) and nothing of the operation runs. A refusal still uses up its
+ordinal: the call happened.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from .context import InvocationContext
-from .graph import InstalledOperation
-from .hooks import Observer, notify
+from .hooks import Observer
 from .modules import Module, check_id
 from .operations import AccessLabel
 
 __all__ = [
     "Access",
-    "AccessGate",
     "AccessRefusal",
     "ConfirmAnswer",
     "ConfirmRequest",
@@ -52,6 +50,7 @@ __all__ = [
     "RefusedCall",
     "defer",
     "grant_as",
+    "is_grant",
 ]
 
 Grant: TypeAlias = Literal["write", "read", "none"]
@@ -67,21 +66,6 @@ when the run could not pause to wait for one."""
 SessionGrants: TypeAlias = Callable[[], "Mapping[str, Grant] | Awaitable[Mapping[str, Grant]]"]
 
 _GRANTS: frozenset[str] = frozenset({"write", "read", "none"})
-
-_MESSAGES: dict[RefusalReason, str] = {
-    "not-granted": "{path} is not available in this session. Do not retry it; tell the user it needs access.",
-    "read-only-grant": "{path} changes something, and this session may only read {owner}. "
-    "Use read operations, or tell the user it needs write access.",
-    "confirmation-unavailable": "{path} needs a person to confirm each call, and nobody can be asked here. "
-    "Tell the user instead of retrying.",
-    "confirmation-declined": "The person declined {path}. Do not retry it unless they ask you to.",
-}
-# A direct tool has no module around it to name: its grant is the tool's own.
-_DIRECT_TOOL_READ_ONLY = (
-    "{path} changes something, and this session has read-only access to it. "
-    "Do not retry it; tell the user it needs write access."
-)
-
 
 @dataclass(frozen=True)
 class AccessRefusal:
@@ -166,7 +150,7 @@ class Access:
         if not isinstance(self.grants, Mapping):
             raise ValueError("Access.grants must be a mapping of module id to 'write', 'read' or 'none'")
         for key, grant in self.grants.items():
-            if not _is_grant(grant):
+            if not is_grant(grant):
                 raise ValueError(f"Access.grants[{key!r}] must be 'write', 'read' or 'none', got {grant!r}")
         if isinstance(self.required, str) or not isinstance(self.required, Collection):
             raise ValueError("Access.required must be a collection of module ids")
@@ -188,114 +172,6 @@ def grant_as(module: Module, key: str) -> Module:
     return module
 
 
-class AccessGate:
-    """Decides, call by call, whether an operation may run."""
-
-    def __init__(self, access: Access) -> None:
-        self._access = access
-
-    async def check(
-        self,
-        target: InstalledOperation,
-        context: InvocationContext,
-        raw: object,
-        *,
-        may_defer: bool = False,
-        decided: Decision | None = None,
-    ) -> AccessRefusal | None:
-        """``None`` when the call may proceed, else the refusal (already reported to ``on_refused``).
-
-        ``may_defer``: the caller can pause the run, so a deferred confirmation raises
-        :class:`DecisionDeferred` instead of refusing. ``decided``: this very call was already
-        decided (a resumed run); nobody is asked, and an approval still needs the grant as it
-        reads now. An exception from ``session_grants`` or ``confirm``
-        propagates: it is a host failure.
-        """
-        op = target.operation
-        reason = await self._grant_refusal(target)
-        if reason is None and op.confirm:
-            if decided is None:
-                reason = await self._ask(target, context, raw, may_defer)
-            elif decided != "approved":
-                reason = "confirmation-declined" if decided == "declined" else "confirmation-unavailable"
-            # The person's answer can take long: the grant is read again once they approve.
-            reason = reason or await self._grant_refusal(target)
-        if reason is None:
-            return None
-        refusal = AccessRefusal(
-            module=target.module.id,
-            operation=target.relative,
-            reason=reason,
-            message=_message(reason, target),
-        )
-        await notify(self._access.on_refused, RefusedCall(refusal, context), name="on_refused")
-        return refusal
-
-    async def _grant_refusal(self, target: InstalledOperation) -> RefusalReason | None:
-        key = target.module.grant_key
-        grant = self._host_grant(key) if self._access.session_grants is None else await self._grant(key)
-        return _grant_refusal(grant, target.operation.access)
-
-    async def _grant(self, key: str) -> Grant:
-        access = self._access
-        if access.session_grants is not None:
-            stored = access.session_grants()
-            if inspect.isawaitable(stored):
-                stored = await stored
-            if key in stored:
-                grant = stored[key]
-                # A malformed stored grant fails closed.
-                return grant if _is_grant(grant) else "none"
-        return self._host_grant(key)
-
-    def _host_grant(self, key: str) -> Grant:
-        access = self._access
-        if key in access.grants:
-            return access.grants[key]
-        return "none" if access.explicit or key in access.required else "write"
-
-    async def _ask(
-        self, target: InstalledOperation, context: InvocationContext, raw: object, may_defer: bool
-    ) -> RefusalReason | None:
-        if self._access.confirm is None:
-            return "confirmation-unavailable"
-        request = ConfirmRequest(
-            module_id=target.module.id,
-            module_name=target.module.alias,
-            operation=target.relative,
-            path=target.path,
-            access=target.operation.access,
-            session_id=context.session_id,
-            execution_id=context.execution_id,
-            tool_call_id=context.tool_call_id,
-            operation_ordinal=context.operation_ordinal,
-            arguments=raw,
-        )
-        approved = self._access.confirm(request)
-        if inspect.isawaitable(approved):
-            approved = await approved
-        if approved == "defer" and may_defer:
-            raise DecisionDeferred(request)
-        if approved is None or approved == "defer":
-            return "confirmation-unavailable"
-        return None if approved is True else "confirmation-declined"
-
-
-def _message(reason: RefusalReason, target: InstalledOperation) -> str:
-    """The refusal in plain sentences; a direct tool (installed alone, with no module path) is named by itself."""
-    owner = ".".join(target.module.path)
-    if reason == "read-only-grant" and not owner:
-        return _DIRECT_TOOL_READ_ONLY.format(path=target.path)
-    return _MESSAGES[reason].format(path=target.path, owner=owner)
-
-
-def _is_grant(value: object) -> bool:
+def is_grant(value: object) -> bool:
+    """Whether ``value`` is one of the three grants."""
     return isinstance(value, str) and value in _GRANTS
-
-
-def _grant_refusal(grant: Grant, label: AccessLabel) -> RefusalReason | None:
-    if grant == "none":
-        return "not-granted"
-    if grant == "read" and label == "write":
-        return "read-only-grant"
-    return None

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from . import tracing
-from .access import AccessGate, AccessRefusal, Decision, DecisionDeferred
+from .access import AccessRefusal, Decision, DecisionDeferred
 from .context import InvocationContext
 from .errors import InvalidInput, OperationFailed, ToolError
+from .gate import AccessGate
 from .graph import InstalledModule, InstalledOperation, OperationGraph
 from .hooks import notify
 from .operations import SchemaViolation
@@ -32,8 +33,8 @@ __all__ = [
     "BindingCallback",
     "Execution",
     "Invoker",
-    "OperationError",
     "OperationErrorHandler",
+    "OperationEvidence",
 ]
 
 logger = logging.getLogger("mycelium")
@@ -50,7 +51,7 @@ It raises ``InvalidInput`` (a ``ValueError``) for input the operation refuses an
 
 
 @dataclass(frozen=True)
-class OperationError:
+class OperationEvidence:
     """Operator evidence for one failed operation call. Never shown to a guest or model."""
 
     reference: str
@@ -64,8 +65,8 @@ class OperationError:
     context: InvocationContext = field(repr=False)
 
 
-OperationErrorHandler: TypeAlias = Callable[[OperationError], object]
-"""Receives :class:`OperationError`; may be sync or async. Its own exceptions are logged."""
+OperationErrorHandler: TypeAlias = Callable[[OperationEvidence], object]
+"""Receives :class:`OperationEvidence`; may be sync or async. Its own exceptions are logged."""
 
 
 class Invoker:
@@ -172,7 +173,7 @@ class Invoker:
         stage: Stage,
         exc: Exception,
     ) -> OperationFailed:
-        evidence = OperationError(
+        evidence = OperationEvidence(
             reference=new_reference(),
             module_id=target.module.id,
             operation=target.relative,

@@ -15,11 +15,11 @@ from typing import Literal
 from ._language import LanguageFacts
 from .context import Session
 from .discovery import Catalog
-from .errors import DefinitionError
+from .errors import DefinitionError, MyceliumSourceError
 from .execute import inline_stubs
 from .graph import OperationGraph, build_graph
 from .modules import Module
-from .sources import Capabilities, CapabilitySource, MyceliumSourceError
+from .sources import Capabilities, CapabilitySource
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "MAX_FIRST_LINE_CHARS", "Finding", "Severity", "check_catalog"]
 

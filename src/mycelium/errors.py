@@ -1,11 +1,14 @@
-"""The exceptions Mycelium raises to hosts and, in safe form, to guests.
+"""The exception hierarchy: what Mycelium raises to hosts and, in safe form, to guests.
 
-Every message here is safe to show a model: none carries host exception text, a
-traceback or a path. Host-side evidence travels separately (see ``OperationError``
-in :mod:`mycelium.bindings`).
+Every one is a :class:`MyceliumError`. Every message here is safe to show a model: none
+carries host exception text, a traceback or a path. Host-side evidence travels separately
+(:class:`~mycelium.OperationEvidence`). A failed execute is not an exception: it is a
+result holding one of the typed failures of :mod:`mycelium.failures`.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from .text import clip
 
@@ -15,6 +18,7 @@ __all__ = [
     "LeaseReleased",
     "MissingExecuteIdentity",
     "MyceliumError",
+    "MyceliumSourceError",
     "OperationFailed",
     "RuntimeClosed",
     "ToolError",
@@ -100,6 +104,15 @@ class UnknownOperation(MyceliumError, LookupError):
 
 class MissingExecuteIdentity(MyceliumError):
     """An operation that requires execute identity was called without a tool call id or an ordinal."""
+
+
+class MyceliumSourceError(MyceliumError):
+    """A source failed to acquire or to release. ``__cause__`` holds what it raised."""
+
+    def __init__(self, source_id: str, phase: Literal["acquire", "release"], message: str) -> None:
+        self.source_id = source_id
+        self.phase = phase
+        super().__init__(f"source {source_id!r} failed to {phase}: {message}")
 
 
 MAX_ERROR_MESSAGE_CHARS = 2_000

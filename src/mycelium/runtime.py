@@ -26,7 +26,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
-from .access import Access, AccessGate, AccessRefusal
+from .access import Access, AccessRefusal
 from .admission import SandboxSlots
 from .bindings import Invoker, OperationErrorHandler
 from .context import CallContext, InvocationContext, Session
@@ -34,6 +34,7 @@ from .discovery import SemanticRanker, check_ranker
 from .errors import RuntimeClosed, UnknownOperation
 from .execute import ExecuteServices, RevisionView
 from .failures import FailureEvidence
+from .gate import AccessGate
 from .graph import InstalledOperation, OperationGraph
 from .hooks import Observer
 from .leases import Lease, LeaseTable, host_frames

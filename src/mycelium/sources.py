@@ -25,14 +25,14 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import anyio
 
 from . import tracing
 from ._language import LanguageFacts
 from .context import Session
-from .errors import DefinitionError, MyceliumError, RuntimeClosed
+from .errors import DefinitionError, MyceliumSourceError, RuntimeClosed
 from .graph import MAX_MODULES, OperationGraph, build_graph
 from .modules import MAX_ID_LENGTH, Module
 from .signals import AbortController, AbortSignal
@@ -52,15 +52,6 @@ __all__ = [
 logger = logging.getLogger("mycelium")
 
 MAX_SOURCES = 128
-
-
-class MyceliumSourceError(MyceliumError):
-    """A source failed to acquire or to release. ``__cause__`` holds what it raised."""
-
-    def __init__(self, source_id: str, phase: Literal["acquire", "release"], message: str) -> None:
-        self.source_id = source_id
-        self.phase = phase
-        super().__init__(f"source {source_id!r} failed to {phase}: {message}")
 
 
 @dataclass(frozen=True)

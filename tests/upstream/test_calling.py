@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mycelium import CallContext, OperationError, OperationFailed, Runtime
+from mycelium import CallContext, OperationEvidence, OperationFailed, Runtime
 from mycelium.mcp.upstream import MAX_RESULT_CHARS
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.signals import AbortController
@@ -49,7 +49,7 @@ async def test_images_audio_and_resources_become_small_typed_values_without_thei
 
 @both
 async def test_an_upstream_is_error_result_reaches_the_program_as_the_servers_own_words(transport: str) -> None:
-    errors: list[OperationError] = []
+    errors: list[OperationEvidence] = []
     program = "try:\n    await up.fail(text='no such issue: 7')\nexcept RuntimeError as e:\n    return str(e)"
     async with upstream(transport) as (source, _):
         rt = Runtime(sources=[source], sandbox=MontySandbox(), on_operation_error=errors.append)
@@ -61,7 +61,7 @@ async def test_an_upstream_is_error_result_reaches_the_program_as_the_servers_ow
 
 @both
 async def test_a_protocol_error_is_a_host_failure_the_program_sees_only_by_reference(transport: str) -> None:
-    errors: list[OperationError] = []
+    errors: list[OperationEvidence] = []
     async with upstream(transport) as (source, _):
         rt = Runtime(sources=[source], sandbox=MontySandbox(), on_operation_error=errors.append)
         async with rt, rt.lease() as lease:
@@ -77,7 +77,7 @@ async def test_a_protocol_error_is_a_host_failure_the_program_sees_only_by_refer
 
 @both
 async def test_a_call_timeout_is_a_host_failure_and_the_upstream_is_told_to_stop(transport: str) -> None:
-    errors: list[OperationError] = []
+    errors: list[OperationEvidence] = []
     async with upstream(transport, call_timeout_ms=300) as (source, _server):
         rt = Runtime(sources=[source], sandbox=MontySandbox(), on_operation_error=errors.append)
         async with rt, rt.lease() as lease:

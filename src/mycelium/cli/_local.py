@@ -18,12 +18,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..checks import Finding, check_catalog
-from ..errors import MyceliumError
+from ..errors import MyceliumError, MyceliumSourceError
 from ..execute import ToolResult
 from ..mcp import McpCatalog
 from ..modules import Module
 from ..sandbox.monty import MontySandbox
-from ..sources import MyceliumSourceError
 from ..values import JsonValue, dumps_compact
 from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._console import logging_to, say, say_marked, show

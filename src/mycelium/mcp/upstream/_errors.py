@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...sources import MyceliumSourceError
+from ...errors import MyceliumSourceError
 from ...text import clip
 
 

@@ -27,11 +27,11 @@ from mcp.shared.exceptions import MCPError
 
 from ..._language import LanguageFacts
 from ...context import InvocationContext
-from ...errors import DefinitionError
+from ...errors import DefinitionError, MyceliumSourceError
 from ...modules import Module
 from ...operations import Operation, operation
 from ...signals import AbortSignal
-from ...sources import AcquireContext, Acquired, MyceliumSourceError
+from ...sources import AcquireContext, Acquired
 from ...text import clip
 from .._sdk import http_client
 from ._errors import UpstreamError, _reason, _summary
