@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from mycelium import Module, Operation, operation
-from mycelium.operations import AccessLabel
+from mycelium._operations import AccessLabel
 
 __all__ = [
     "DOMAINS",

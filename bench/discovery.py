@@ -52,7 +52,7 @@ from catalogs import (
 from stats import percentile
 
 from mycelium import Module
-from mycelium.discovery import (
+from mycelium._discovery import (
     MAX_PATH_CHARS,
     MAX_PHRASINGS,
     MAX_QUERY_CHARS,
@@ -61,8 +61,8 @@ from mycelium.discovery import (
     SemanticRanker,
     forage_bindings,
 )
-from mycelium.graph import OperationGraph, build_graph
-from mycelium.values import JsonValue
+from mycelium._graph import OperationGraph, build_graph
+from mycelium._values import JsonValue
 
 LIMIT = 8
 TARGET_SEARCH_MS = 2.0

@@ -34,8 +34,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, Field
 from stats import percentile
 
-from mycelium import Access, ExecutionOptions, Module, Runtime, Session
-from mycelium import SharedSandbox
+from mycelium import Access, ExecutionOptions, Module, Runtime, Session, SharedSandbox
 from mycelium.mcp import Agent, McpAuthority, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox
 

@@ -2,7 +2,7 @@
 
 - **own**: ``realistic_catalog()`` from ``bench/catalogs.py`` (about 160 operations in 17
   apps) and the 80 queries below, written with that catalog; the related-word groups of
-  ``mycelium.discovery`` were written against it too, so it flatters them.
+  ``mycelium._discovery`` were written against it too, so it flatters them.
 - **held-out**: ``heldout_catalog()`` from ``bench/heldout.py`` (over 200 operations modelled
   on public APIs: Jira, Stripe, PagerDuty, Shopify...) and its queries, written blind
   before any engine ran on them. Never tune on it: it is how a change is judged.
@@ -43,8 +43,8 @@ from catalogs import (
 from own_phrasings import ALTERNATES
 
 from mycelium import Module
-from mycelium.discovery import Catalog, semantic_texts
-from mycelium.graph import OperationGraph, build_graph
+from mycelium._discovery import Catalog, semantic_texts
+from mycelium._graph import OperationGraph, build_graph
 
 TOP = 8
 TARGET_RECALL_AT_3 = 0.85

@@ -70,13 +70,13 @@ from mycelium import (
     Module,
     PostgresSuspensions,
     Runtime,
+    SharedSandbox,
     SqliteSuspensions,
     Suspensions,
     ToolResult,
     defer,
     operation,
 )
-from mycelium import SharedSandbox
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.suspensions._records import SuspensionRecord, now
 

@@ -40,7 +40,7 @@ from mycelium import (
     defer,
     operation,
 )
-from mycelium.operations import AccessLabel
+from mycelium._operations import AccessLabel
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.suspensions import SuspensionStore
 from suspensions.store_worker import open_store

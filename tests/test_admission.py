@@ -17,7 +17,7 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-import mycelium.runtime as runtime_module
+import mycelium._runtime as runtime_module
 from mycelium import (
     AbortController,
     AbortSignal,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from mycelium import AcquireContext, Acquired, Module, operation, source
-from mycelium.checks import check_catalog
+from mycelium._checks import check_catalog
 from mycelium.sandbox.monty import MontySandbox
 
 LANGUAGE = MontySandbox.language

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from apps import tally_server
 from loopback import serve_asgi
 from mycelium.cli import cli
-from mycelium.mcp.config import McpConfigError, UpstreamConfig, parse_config, read_config
+from mycelium.mcp._config import McpConfigError, UpstreamConfig, parse_config, read_config
 from test_cli import connected, server_env, serving, text_of
 
 TALLY_SERVER = str(Path(__file__).resolve().parent / "apps" / "tally_server.py")

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from mycelium import Access, InvocationContext, Module, Runtime, operation
-from mycelium.discovery import (
+from mycelium._discovery import (
     MAX_DESCRIBE_CHARS,
     MAX_LIST_ENTRIES,
     MAX_PATH_CHARS,
@@ -23,11 +23,11 @@ from mycelium.discovery import (
     Catalog,
     forage_bindings,
 )
-from mycelium.execute import execute_description
-from mycelium.graph import build_graph
-from mycelium.sandbox.guest import GuestNamespace
+from mycelium._execute import execute_description
+from mycelium._graph import build_graph
+from mycelium._signals import AbortSignal
+from mycelium.sandbox._guest import GuestNamespace
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.signals import AbortSignal
 from mycelium.testing import direct_sandbox
 
 # --- A small, realistic catalog -------------------------------------------------------------
@@ -756,8 +756,8 @@ def test_words_past_the_merge_budget_still_rank_the_documents_that_have_them(mon
     catalog = catalog_of(modules)
     unbounded = paths(catalog.search("archive handle record", 5))
     # Only the rarest word is merged in full: the common ones score the shortlist alone.
-    monkeypatch.setattr("mycelium.discovery._ranking._MERGE_BUDGET", 1)
-    monkeypatch.setattr("mycelium.discovery._ranking._SHORTLIST", 3)
+    monkeypatch.setattr("mycelium._discovery._ranking._MERGE_BUDGET", 1)
+    monkeypatch.setattr("mycelium._discovery._ranking._SHORTLIST", 3)
     bounded = paths(catalog.search("archive handle record", 5))
     assert bounded[0] == unbounded[0] == "big.archive_record"
     # Too few documents to answer: the next word is merged in full after all.

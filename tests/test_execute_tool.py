@@ -24,7 +24,7 @@ from mycelium.failures import (
     TransportLost,
     Unknown,
 )
-from mycelium.sandbox.boundary import MAX_FAILURE_MESSAGE_CHARS
+from mycelium.sandbox._boundary import MAX_FAILURE_MESSAGE_CHARS
 from mycelium.testing import direct_sandbox, rejecting_sandbox
 
 PING = Module(id="example-demo", name="demo", operations={"ping": operation(execute=lambda: {"value": "pong"})})

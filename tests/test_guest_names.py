@@ -18,11 +18,20 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic_monty import ExternalModule
 
-from mycelium import DefinitionError, Module, Operation, Runtime, operation
+from mycelium import (
+    AcquireContext,
+    Acquired,
+    DefinitionError,
+    Module,
+    MyceliumSourceError,
+    Operation,
+    Runtime,
+    operation,
+    source,
+)
+from mycelium._modules import RESERVED_NAMES
 from mycelium.failures import Unknown
-from mycelium.modules import RESERVED_NAMES
 from mycelium.sandbox.monty import MontySandbox
-from mycelium import AcquireContext, Acquired, MyceliumSourceError, source
 from mycelium.testing import RejectingSandbox, rejecting_sandbox
 
 

@@ -17,8 +17,8 @@ from mycelium import (
     Session,
     operation,
 )
-from mycelium.sandbox.guest import GuestNamespace
-from mycelium.signals import AbortSignal
+from mycelium._signals import AbortSignal
+from mycelium.sandbox._guest import GuestNamespace
 from mycelium.testing import direct_sandbox, rejecting_sandbox
 
 

@@ -19,6 +19,7 @@ import pytest
 from pydantic import AfterValidator, BaseModel
 
 from mycelium import InvalidInput, Module, Operation, OperationFailed, Runtime, ToolResult, direct_tool, operation
+from mycelium._operations import SchemaViolation, operation_from_function
 from mycelium.failures import (
     BadResponse,
     CapabilityFailed,
@@ -30,8 +31,7 @@ from mycelium.failures import (
     SyntaxFailure,
     Unknown,
 )
-from mycelium.operations import SchemaViolation, operation_from_function
-from mycelium.sandbox.boundary import sandbox_failure_message
+from mycelium.sandbox._boundary import sandbox_failure_message
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.testing import rejecting_sandbox
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mycelium import ToolResult
+from mycelium._text import MAX_PRINTED_CHARS
 from mycelium.integrations import model_output
-from mycelium.text import MAX_PRINTED_CHARS
 
 
 def test_the_model_reads_the_result_then_what_the_program_printed() -> None:

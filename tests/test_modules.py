@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mycelium import DefinitionError, InvocationContext, Module, Runtime, operation
-from mycelium.graph import OperationGraph, build_graph
+from mycelium._graph import OperationGraph, build_graph
 from mycelium.testing import direct_sandbox
 
 Installer = Callable[[Sequence[Module]], object]

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mycelium import InvalidInput, InvocationContext, Module, Runtime, ToolResult, UnknownOperation, operation
-from mycelium.discovery import Catalog
-from mycelium.graph import OperationGraph, build_graph
+from mycelium._discovery import Catalog
+from mycelium._graph import OperationGraph, build_graph
 from mycelium.testing import direct_sandbox
 
 

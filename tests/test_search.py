@@ -19,14 +19,14 @@ import pytest
 from pydantic import BaseModel
 
 from mycelium import DefinitionError, Module, Runtime, operation
-from mycelium.discovery import MAX_PHRASINGS, MAX_QUERY_CHARS, MAX_QUERY_WORDS, MAX_SEARCH_WORDS, Catalog
-from mycelium.execute import execute_description
-from mycelium.graph import build_graph
+from mycelium._discovery import MAX_PHRASINGS, MAX_QUERY_CHARS, MAX_QUERY_WORDS, MAX_SEARCH_WORDS, Catalog
+from mycelium._execute import execute_description
+from mycelium._graph import build_graph
+from mycelium._operations import MAX_PHRASING_CHARS
+from mycelium._operations import MAX_PHRASINGS as MAX_OPERATION_PHRASINGS
+from mycelium._sources import Acquired, source
 from mycelium.mcp import create_mcp_catalog
-from mycelium.operations import MAX_PHRASING_CHARS
-from mycelium.operations import MAX_PHRASINGS as MAX_OPERATION_PHRASINGS
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.sources import Acquired, source
 
 
 class Charge(BaseModel):

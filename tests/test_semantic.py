@@ -17,8 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 from mycelium import Module, Runtime, operation
-from mycelium.discovery import Catalog
-from mycelium.graph import build_graph
+from mycelium._discovery import Catalog
+from mycelium._graph import build_graph
 from mycelium.sandbox.monty import MontySandbox
 
 pytest.importorskip("wordllama", reason="the semantic extra (WordLlama) is not installed")

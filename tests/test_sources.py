@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from mycelium import Module, Runtime, RuntimeClosed, Session, operation
-from mycelium.sources import (
+from mycelium._sources import (
     AcquireContext,
     Acquired,
     CapabilitySource,

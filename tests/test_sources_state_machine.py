@@ -23,8 +23,17 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from mycelium import Lease, Module, Runtime, RuntimeClosed, operation
-from mycelium import AcquireContext, Acquired, MyceliumSourceError, source
+from mycelium import (
+    AcquireContext,
+    Acquired,
+    Lease,
+    Module,
+    MyceliumSourceError,
+    Runtime,
+    RuntimeClosed,
+    operation,
+    source,
+)
 from mycelium.testing import direct_sandbox
 
 SOURCE_IDS = ("gamma", "alpha", "beta")  # registered out of order on purpose

@@ -19,11 +19,11 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mycelium import Access, Module, Runtime, operation
-from mycelium.access import AccessRefusal, RefusalReason
-from mycelium.discovery import Catalog
-from mycelium.discovery._stubs import MAX_DEPTH, REFUSAL, StubRenderer, StubsTooLong
+from mycelium._access import AccessRefusal, RefusalReason
+from mycelium._discovery import Catalog
+from mycelium._discovery._stubs import MAX_DEPTH, REFUSAL, StubRenderer, StubsTooLong
+from mycelium._graph import build_graph
 from mycelium.failures import SyntaxFailure
-from mycelium.graph import build_graph
 from mycelium.sandbox.monty import MontySandbox
 
 GOLDEN = Path(__file__).parent / "golden"

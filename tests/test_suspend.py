@@ -24,8 +24,8 @@ from typing import Any
 import anyio
 import pytest
 
-import mycelium.access
-import mycelium.runtime
+import mycelium._access
+import mycelium._runtime
 import mycelium.suspensions._memory
 import mycelium.suspensions._postgres
 import mycelium.suspensions._records
@@ -53,7 +53,7 @@ from mycelium import (
     operation,
     source,
 )
-from mycelium.access import Grant
+from mycelium._access import Grant
 from mycelium.failures import CapabilityFailed, DeadlineExceeded, ResumeRefusal, SandboxBusy, SuspensionFailed
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.suspensions import StoredSuspension, SuspensionStore
@@ -987,7 +987,7 @@ async def test_a_deferral_raised_by_an_operations_own_code_is_a_host_failure_not
             operation_ordinal=ctx.operation_ordinal,
             arguments={},
         )
-        raise mycelium.access.DecisionDeferred(request)
+        raise mycelium._access.DecisionDeferred(request)
 
     async with host(crm, store, extra=[tricky]) as runtime:
         result = await execute(runtime, "return await tricky.sneaky()")

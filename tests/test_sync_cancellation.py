@@ -23,9 +23,9 @@ import anyio.to_thread
 import pytest
 
 from mycelium import ExecutionOptions, InvocationContext, Module, Runtime, operation
+from mycelium._signals import AbortController
 from mycelium.failures import Cancelled, DeadlineExceeded, SandboxBusy
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.signals import AbortController
 from probes import closing
 
 TIMEOUT_MS = 500

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mycelium import Module, OperationEvidence, Runtime, ToolError, direct_tool
-from mycelium.errors import MAX_ERROR_MESSAGE_CHARS
+from mycelium._exceptions import MAX_ERROR_MESSAGE_CHARS
 from mycelium.sandbox.monty import MontySandbox
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mycelium.values import MAX_JSON_DEPTH, JsonTooLarge, NotJson, check_json, dumps_compact, json_size
+from mycelium._values import MAX_JSON_DEPTH, JsonTooLarge, NotJson, check_json, dumps_compact, json_size
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

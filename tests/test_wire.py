@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from mycelium._values import MAX_JSON_DEPTH, JsonValue
 from mycelium.failures import (
     BadResponse,
     Cancelled,
@@ -23,7 +24,7 @@ from mycelium.failures import (
     Unknown,
 )
 from mycelium.sandbox import SandboxRequest
-from mycelium.sandbox.boundary import sandbox_failure_message
+from mycelium.sandbox._boundary import sandbox_failure_message
 from mycelium.sandbox.wire import (
     MAX_FAILURE_TEXT_CHARS,
     MAX_NAME_CHARS,
@@ -45,7 +46,6 @@ from mycelium.sandbox.wire import (
     reported_failure,
     start_message,
 )
-from mycelium.values import MAX_JSON_DEPTH, JsonValue
 
 SANDBOX_MESSAGES: list[SandboxMessage] = [
     CallMessage(call_id=0, alias="demo", path="ping", input={}),

@@ -4,12 +4,12 @@ The public surface is re-exported here; nothing inside the package imports from 
 module.
 """
 
-from . import tracing
-from .access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
-from .bindings import OperationEvidence
-from .context import CallContext, ExecuteIdentity, InvocationContext, Session
-from .discovery import Catalog, CatalogEntry
-from .errors import (
+from ._access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
+from ._bindings import OperationEvidence
+from ._context import CallContext, ExecuteIdentity, InvocationContext, Session
+from ._direct_tools import DirectTool, GatedTool, direct_tool
+from ._discovery import Catalog, CatalogEntry
+from ._exceptions import (
     DefinitionError,
     InvalidInput,
     LeaseReleased,
@@ -21,16 +21,18 @@ from .errors import (
     ToolError,
     UnknownOperation,
 )
-from .execute import ExecuteTool, PreparedExecute
+from ._execute import ExecuteTool, PreparedExecute
+from ._leases import Lease
+from ._modules import Module
+from ._operations import Operation, operation
+from ._options import AdmissionPolicy, ExecutionOptions
+from ._runtime import Runtime
+from ._shared_sandbox import SharedSandbox
+from ._signals import AbortController, AbortError, AbortSignal
+from ._sources import AcquireContext, Acquired, CapabilitySource, source
+from ._tool_calls import ToolCall, ToolDefinition, ToolResult
+from ._values import JsonValue
 from .failures import Failure, FailureEvidence, SandboxError
-from .leases import Lease
-from .modules import Module
-from .operations import Operation, operation
-from .options import AdmissionPolicy, ExecutionOptions
-from .runtime import Runtime
-from .shared_sandbox import SharedSandbox
-from .signals import AbortController, AbortError, AbortSignal
-from .sources import AcquireContext, Acquired, CapabilitySource, source
 from .suspensions import (
     MemorySuspensions,
     PostgresSuspensions,
@@ -40,9 +42,6 @@ from .suspensions import (
     Suspensions,
     SuspensionStore,
 )
-from .tool_calls import ToolCall, ToolDefinition, ToolResult
-from .tools import DirectTool, GatedTool, direct_tool
-from .values import JsonValue
 
 __all__ = [
     "AbortController",
@@ -103,5 +102,4 @@ __all__ = [
     "grant_as",
     "operation",
     "source",
-    "tracing",
 ]

@@ -30,13 +30,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .discovery import SemanticIndex
+from ._discovery import SemanticIndex, SemanticRanker
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["DIMENSIONS", "MAX_QUERY_BYTES", "MAX_TEXT_BYTES", "WordLlamaIndex", "WordLlamaRanker", "load_wordllama"]
+__all__ = [
+    "DIMENSIONS",
+    "MAX_QUERY_BYTES",
+    "MAX_TEXT_BYTES",
+    "SemanticIndex",
+    "SemanticRanker",
+    "WordLlamaIndex",
+    "WordLlamaRanker",
+    "load_wordllama",
+]
 
 DIMENSIONS = 128
 """How much of each 256-dimension WordLlama vector is used. The model is trained so that a

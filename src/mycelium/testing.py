@@ -11,11 +11,11 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ._signals import AbortSignal
+from ._values import JsonValue
 from .failures import Failure, SandboxError, Unknown
 from .sandbox import Sandbox, SandboxRequest
-from .sandbox.guest import GuestNamespace, guest_root
-from .signals import AbortSignal
-from .values import JsonValue
+from .sandbox._guest import GuestNamespace, guest_root
 
 __all__ = ["DirectSandbox", "RejectingSandbox", "direct_sandbox", "rejecting_sandbox"]
 

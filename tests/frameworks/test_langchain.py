@@ -25,7 +25,7 @@ from pydantic import Field, ValidationError
 
 from frameworks.scenario import HANG, PROGRAM, SECRET, App, assert_released_on_cancel
 from mycelium import ExecutionOptions, Runtime
-from mycelium.execute import EXECUTE_INPUT_SCHEMA
+from mycelium._execute import EXECUTE_INPUT_SCHEMA
 from mycelium.integrations.langchain import MyceliumTool, mycelium_tool
 from mycelium.sandbox.monty import MontySandbox
 

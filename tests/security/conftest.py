@@ -27,7 +27,7 @@ import pytest
 
 from mycelium import ExecutionOptions, InvocationContext, Module, Runtime, Session, ToolResult
 from mycelium.failures import GuestException
-from mycelium.sandbox.boundary import MAX_FAILURE_MESSAGE_CHARS
+from mycelium.sandbox._boundary import MAX_FAILURE_MESSAGE_CHARS
 from mycelium.sandbox.monty import MontySandbox
 
 MIB = 1024 * 1024

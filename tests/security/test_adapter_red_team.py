@@ -46,11 +46,11 @@ from frameworks.test_langchain import answer as approve_the_interrupt
 from frameworks.test_openai_agents import ScriptedModel as ScriptedOpenAIModel
 from frameworks.test_openai_agents import _call, _response, agent_for
 from mycelium import Acquired, MemorySuspensions, Runtime, Session, StoredSuspension, source
+from mycelium._sources import AcquireContext
 from mycelium.integrations.langchain import mycelium_tool
 from mycelium.integrations.openai_agents import MyceliumTools
 from mycelium.integrations.pydantic_ai import MyceliumToolset
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.sources import AcquireContext
 from suspend_worker import Crm
 from suspend_worker import host as crm_host
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from mycelium._values import MAX_JSON_DEPTH
 from mycelium.failures import InvalidResult, ResultTooLarge
-from mycelium.values import MAX_JSON_DEPTH
 
 from .conftest import QUICK_BOUND_S, Host, Outcome
 

@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from mycelium import Module, Runtime, operation
-from mycelium.discovery import MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_QUERY_WORDS, Catalog, forage_bindings
+from mycelium._discovery import MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_QUERY_WORDS, Catalog, forage_bindings
+from mycelium._graph import build_graph
+from mycelium._values import JsonValue
 from mycelium.failures import GuestException
-from mycelium.graph import build_graph
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.values import JsonValue
 
 from .conftest import QUICK_BOUND_S, Host, loop_gaps
 

@@ -28,7 +28,7 @@ import anyio.to_thread
 import pytest
 
 from mycelium import ExecutionOptions, Module, Runtime, operation
-from mycelium.discovery import (
+from mycelium._discovery import (
     MAX_PHRASINGS,
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
@@ -36,9 +36,9 @@ from mycelium.discovery import (
     Catalog,
     SemanticRanker,
 )
-from mycelium.execute import RevisionView
+from mycelium._execute import RevisionView
+from mycelium._graph import build_graph
 from mycelium.failures import GuestException
-from mycelium.graph import build_graph
 from mycelium.sandbox.monty import MontySandbox
 
 from .conftest import QUICK_BOUND_S, assert_nothing_leaks
@@ -205,8 +205,8 @@ def test_distinct_guest_searches_leave_no_host_memory_behind_in_the_tokenizer() 
         """
         import asyncio, gc, os, random
         from mycelium import Module, operation
-        from mycelium.discovery import Catalog
-        from mycelium.graph import build_graph
+        from mycelium._discovery import Catalog
+        from mycelium._graph import build_graph
         from mycelium.semantic import WordLlamaRanker
 
         def rss():
@@ -250,8 +250,8 @@ _RANKINGS = textwrap.dedent(
     import json, sys
     sys.path.insert(0, sys.argv[1])
     from catalogs import generated_catalog, realistic_catalog
-    from mycelium.discovery import Catalog
-    from mycelium.graph import build_graph
+    from mycelium._discovery import Catalog
+    from mycelium._graph import build_graph
     from mycelium.semantic import WordLlamaRanker
     queries = ["refund", "list records", "delete the thing", ["make it warmer", "set temperature", "thermostat"],
                "create update delete list get", ["give the customer money back", "refund a charge"],

@@ -43,9 +43,9 @@ from mycelium import (
     ToolResult,
     defer,
 )
+from mycelium._signals import AbortSignal
 from mycelium.failures import Cancelled, DeadlineExceeded, SuspensionFailed, Unknown
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.signals import AbortSignal
 
 from .conftest import assert_nothing_leaks
 

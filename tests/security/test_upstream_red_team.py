@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from mycelium import CapabilitySource, ExecutionOptions, Runtime
+from mycelium._modules import RESERVED_NAMES
 from mycelium.mcp import mcp_source
-from mycelium.mcp.config import config_sources, parse_config
-from mycelium.mcp.upstream import McpSource
-from mycelium.modules import RESERVED_NAMES
+from mycelium.mcp._config import config_sources, parse_config
+from mycelium.mcp._upstream import McpSource
 from mycelium.sandbox.monty import MontySandbox
 
 SECRET = "sk-live-red-team-0123456789"

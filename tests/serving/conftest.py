@@ -21,8 +21,8 @@ from pydantic import BaseModel
 
 from loopback import serve_asgi
 from mycelium import ExecutionOptions, Module
-from mycelium.access import Grant
-from mycelium.discovery import SemanticRanker
+from mycelium._access import Grant
+from mycelium._discovery import SemanticRanker
 from mycelium.mcp import (
     Admitted,
     Agent,

@@ -6,7 +6,7 @@ import pytest
 from starlette.requests import HTTPConnection
 
 from mycelium.mcp import Admitted, Agent, Member, Refused, TeamKey, bearer_tokens
-from mycelium.mcp.principals import principal_key
+from mycelium.mcp._principals import principal_key
 
 
 def request(authorization: str | None) -> HTTPConnection:

@@ -28,7 +28,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Message
 
 from mycelium.mcp import PROTOCOL_VERSION, _sdk
-from mycelium.mcp.http import stays_connected, watch
+from mycelium.mcp._http import stays_connected, watch
 
 from .raw_http import ACCEPT, INITIALIZED, initialize, messages
 

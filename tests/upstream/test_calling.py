@@ -6,9 +6,9 @@ import anyio
 import pytest
 
 from mycelium import CallContext, OperationEvidence, OperationFailed, Runtime
-from mycelium.mcp.upstream import MAX_RESULT_CHARS
+from mycelium._signals import AbortController
+from mycelium.mcp._upstream import MAX_RESULT_CHARS
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.signals import AbortController
 
 from .conftest import TRANSPORTS, runtime, upstream
 

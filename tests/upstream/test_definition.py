@@ -8,7 +8,7 @@ import pytest
 
 from mycelium import DefinitionError
 from mycelium.mcp import mcp_source
-from mycelium.mcp.upstream import McpSource
+from mycelium.mcp._upstream import McpSource
 
 from .conftest import runtime, upstream
 

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mycelium import Module, operation
-from mycelium.graph import build_graph
-from mycelium.mcp.upstream import MAX_SEGMENT_CHARS, tool_paths
-from mycelium.modules import is_identifier
+from mycelium._graph import build_graph
+from mycelium._modules import is_identifier
+from mycelium.mcp._upstream import MAX_SEGMENT_CHARS, tool_paths
 from mycelium.sandbox.monty import MontySandbox
 
 from .conftest import runtime, upstream

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mycelium import MyceliumSourceError
-from mycelium.graph import InstalledOperation
+from mycelium._graph import InstalledOperation
 
 from .conftest import TRANSPORTS, runtime, upstream
 from .servers import ADD_OUTPUT, ECHO_SCHEMA

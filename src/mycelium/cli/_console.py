@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 
-from ..values import dumps_compact
+from .._values import dumps_compact
 
 # The name people read in every log line of the command, whichever of its modules logs.
 logger = logging.getLogger("mycelium.cli")

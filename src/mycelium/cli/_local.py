@@ -17,13 +17,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..checks import Finding, check_catalog
-from ..errors import MyceliumError, MyceliumSourceError
-from ..execute import ToolResult
+from .._checks import Finding, check_catalog
+from .._exceptions import MyceliumError, MyceliumSourceError
+from .._execute import ToolResult
+from .._modules import Module
+from .._values import JsonValue, dumps_compact
 from ..mcp import McpCatalog
-from ..modules import Module
 from ..sandbox.monty import MontySandbox
-from ..values import JsonValue, dumps_compact
 from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._console import logging_to, say, say_marked, show
 from ._owner import LOCAL_PRINCIPAL, as_owner, run_program

@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 import typer
 
-from ..access import Access, ConfirmRequest
-from ..execute import ToolCall, ToolResult
+from .._access import Access, ConfirmRequest
+from .._execute import ToolCall, ToolResult
+from .._values import dumps_compact
 from ..mcp import McpAuthority, McpCatalogProvider, McpExecutionContext, Member
-from ..values import dumps_compact
 from ._target import Target
 
 LOCAL_PRINCIPAL = Member("local", "owner")

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from ..mcp import McpCatalogProvider
-from ..mcp.config import McpConfigError, create_config_catalog, read_config
+from ..mcp._config import McpConfigError, create_config_catalog, read_config
 from ._apps import AppError, load_catalog, parse_app
 
 CONFIG_OPTION = typer.Option(

@@ -11,9 +11,9 @@ nothing that already ran runs again.
 
 from __future__ import annotations
 
+from .._text import printed
+from .._tool_calls import ToolResult
 from ..failures import MODEL_FIXABLE
-from ..text import printed
-from ..tool_calls import ToolResult
 
 __all__ = ["MODEL_FIXABLE", "model_output"]
 

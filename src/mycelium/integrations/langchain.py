@@ -61,11 +61,11 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, ToolException
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, PrivateAttr, StrictBool, StrictStr
 
-from ..access import Access
-from ..context import Session
-from ..execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
-from ..leases import Lease
-from ..runtime import Runtime
+from .._access import Access
+from .._context import Session
+from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
+from .._leases import Lease
+from .._runtime import Runtime
 from ..suspensions import Suspension
 from . import MODEL_FIXABLE, model_output
 

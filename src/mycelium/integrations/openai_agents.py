@@ -84,11 +84,11 @@ from typing import Any, Self
 from agents import FunctionTool, RunContextWrapper, RunState, ToolApprovalItem
 from agents.tool_context import ToolContext
 
-from ..access import Access
-from ..context import Session
-from ..execute import EXECUTE_INPUT_SCHEMA, PreparedExecute, ToolCall, ToolResult
-from ..leases import Lease
-from ..runtime import Runtime
+from .._access import Access
+from .._context import Session
+from .._execute import EXECUTE_INPUT_SCHEMA, PreparedExecute, ToolCall, ToolResult
+from .._leases import Lease
+from .._runtime import Runtime
 from ..suspensions import StoreUnavailable, Suspension
 from . import model_output
 

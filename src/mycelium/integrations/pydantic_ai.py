@@ -29,11 +29,11 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ..access import Access
-from ..context import Session
-from ..execute import ToolCall
-from ..leases import Lease
-from ..runtime import Runtime
+from .._access import Access
+from .._context import Session
+from .._execute import ToolCall
+from .._leases import Lease
+from .._runtime import Runtime
 from . import MODEL_FIXABLE, model_output
 
 __all__ = ["MyceliumToolset"]

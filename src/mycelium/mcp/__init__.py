@@ -4,7 +4,7 @@
 builds the catalog for hosts that install apps as modules and capability sources.
 """
 
-from .catalog import (
+from ._catalog import (
     DEFAULT_MAX_CONNECTIONS,
     Load,
     McpAuthority,
@@ -13,10 +13,10 @@ from .catalog import (
     McpExecutionContext,
     create_mcp_catalog,
 )
-from .connections import ConnectionStore, MemoryConnections, SqliteConnections
-from .principals import Admitted, Agent, Authenticate, Member, Principal, Refused, TeamKey, bearer_tokens
-from .server import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, PROTOCOL_VERSION, McpServer, create_mcp
-from .upstream import mcp_source
+from ._connections import ConnectionStore, MemoryConnections, SqliteConnections
+from ._principals import Admitted, Agent, Authenticate, Member, Principal, Refused, TeamKey, bearer_tokens
+from ._server import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, PROTOCOL_VERSION, McpServer, create_mcp
+from ._upstream import mcp_source
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",

@@ -20,11 +20,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from .._access import DecisionDeferred
+from .._bindings import BindingCallback
 from .._language import LanguageFacts
-from ..access import DecisionDeferred
-from ..bindings import BindingCallback
-from ..signals import AbortSignal
-from ..values import JsonValue
+from .._signals import AbortSignal
+from .._values import JsonValue
 
 __all__ = [
     "UNENFORCED_LIMIT_NOTICES",

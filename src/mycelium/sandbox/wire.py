@@ -42,6 +42,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._values import JsonValue, check_json, dumps_compact
 from ..failures import (
     BadResponse,
     Cancelled,
@@ -54,7 +55,6 @@ from ..failures import (
     TransportLost,
     Unknown,
 )
-from ..values import JsonValue, check_json, dumps_compact
 from . import SandboxRequest
 
 __all__ = [

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import anyio
 
+from .._signals import AbortSignal
 from ..failures import ResumeRefusal
-from ..signals import AbortSignal
 from . import _records
 from ._records import Suspension, SuspensionRecord
 from ._store import StoredSuspension, SuspensionLimitReached

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..access import DecisionDeferred
-from ..graph import OperationGraph
-from ..operations import AccessLabel
-from ..values import JsonValue
+from .._access import DecisionDeferred
+from .._graph import OperationGraph
+from .._operations import AccessLabel
+from .._values import JsonValue
 
 __all__ = ["PausedCall", "Suspension", "SuspensionRecord", "module_digests", "now", "paused_calls"]
 

@@ -20,7 +20,7 @@ from typing import TypeVar
 import anyio
 
 from .._framing import frame, unframe
-from ..options import check_int
+from .._options import check_int
 from . import _records
 from ._memory import MemorySuspensions
 from ._records import PausedCall, Suspension, SuspensionRecord

@@ -17,12 +17,12 @@ from typing import Any
 
 import anyio
 
-from ...bindings import BindingCallback
-from ...errors import InvalidInput, OperationFailed, ToolError
+from ..._bindings import BindingCallback
+from ..._exceptions import InvalidInput, OperationFailed, ToolError
+from ..._values import JsonTooLarge, JsonValue, NotJson, json_size
 from ...failures import GuestException, InvalidResult, ResultTooLarge, SandboxError
-from ...values import JsonTooLarge, JsonValue, NotJson, json_size
 from .. import SandboxRequest
-from ..guest import Leaf, guest_input, positional_name
+from .._guest import Leaf, guest_input, positional_name
 from ._conversions import _UNAWAITED_REASON, _conversion
 from ._output import _PrintBuffer
 from ._watch import _Worker

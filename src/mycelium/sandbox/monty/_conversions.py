@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ...values import MAX_JSON_DEPTH
+from ..._values import MAX_JSON_DEPTH
 
 _UNAWAITED_REASON = "is an operation call that was never awaited"
 _CONVERSIONS = (

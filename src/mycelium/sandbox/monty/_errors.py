@@ -16,8 +16,8 @@ from pydantic_monty import (
     MontySyntaxError,
 )
 
+from ..._text import clip
 from ...failures import DeadlineExceeded, GuestException, InvalidResult, SandboxError, SyntaxFailure, TransportLost
-from ...text import clip
 from ._namespaces import _guest_line
 
 if TYPE_CHECKING:

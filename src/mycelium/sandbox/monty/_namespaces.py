@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_monty import ExternalModule
 
-from ...values import JsonValue
+from ..._values import JsonValue
 from .. import SandboxRequest
-from ..guest import Leaf, NamespaceTree, namespace_tree
+from .._guest import Leaf, NamespaceTree, namespace_tree
 
 if TYPE_CHECKING:
     from ._calls import _GuestRun

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from ...errors import OperationFailed
+from ..._exceptions import OperationFailed
 from .. import Unrestorable
 from ._outcomes import _Outcome, _settled_form
 

@@ -12,9 +12,9 @@ from typing import Self
 import pydantic_monty
 from pydantic_monty import MontyError, MountDir
 
+from ..._signals import AbortSignal
+from ..._values import MAX_JSON_DEPTH, JsonValue
 from ...failures import SandboxError, TransportLost
-from ...signals import AbortSignal
-from ...values import MAX_JSON_DEPTH, JsonValue
 from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, Sandbox, SandboxRequest, UnenforcedLimit, Unrestorable
 from ._calls import _GuestRun
 from ._errors import _failure_for

@@ -23,7 +23,7 @@ from pydantic_monty import (
     MountDir,
 )
 
-from ...access import DecisionDeferred
+from ..._access import DecisionDeferred
 from ...failures import BadResponse, SandboxError
 from .. import PendingCalls, Suspended, Unrestorable
 from ._calls import _Call, _GuestRun

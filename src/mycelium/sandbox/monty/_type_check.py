@@ -11,8 +11,8 @@ import re
 
 from pydantic_monty import AsyncMontySession, MontySyntaxError, MontyTypingError
 
+from ..._signals import AbortSignal
 from ...failures import SandboxError, SyntaxFailure
-from ...signals import AbortSignal
 from ._errors import _clip
 from ._namespaces import _guest_line, _GuestModules
 from ._watch import _until_stopped

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 from pydantic_monty import AsyncMontySession
 
-from ...signals import AbortError, AbortSignal
+from ..._signals import AbortError, AbortSignal
 
 _WORKER_LOOKUP_SECS = 0.005
 _WORKER_EXIT_GRACE_SECS = 0.05

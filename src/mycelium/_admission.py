@@ -1,0 +1,117 @@
+"""Sandbox admission: how many runs may be in flight, and the runtime-wide tracker that enforces it.
+
+There is one :class:`SandboxSlots` per runtime (not per lease or revision), or one set of
+slots per :class:`~mycelium.SharedSandbox` that many runtimes share. A run first
+registers as a waiter, then waits for a slot until the earlier of its admission-wait
+deadline and its own deadline; a waiter that expires or is cancelled is removed and
+never starts later. Once admitted, the run's backing work owns its slot until that work
+has really settled, even when the run was reported as stopped before then.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ._signals import AbortSignal
+
+__all__ = ["BackingWork", "SandboxSlots"]
+
+
+class BackingWork:
+    """A sandbox run that owns a slot until it settles. Its outcome is read after ``settled``."""
+
+    def __init__(self) -> None:
+        self.settled = anyio.Event()
+        self.value: object = None
+        self.error: BaseException | None = None
+
+
+class SandboxSlots:
+    """The runtime-wide admission tracker: bounded slots and the backing work that holds them.
+
+    ``semaphore`` shares the slots themselves with other trackers (see :class:`SharedSandbox`):
+    each tracker still knows, and waits for, only the work it started.
+    """
+
+    def __init__(self, capacity: int, semaphore: anyio.Semaphore | None = None) -> None:
+        self.capacity = capacity
+        self._semaphore = semaphore or anyio.Semaphore(capacity)
+        self._unsettled = 0
+        self._all_settled = anyio.Event()
+        self._all_settled.set()
+
+    @property
+    def in_flight(self) -> int:
+        """How many admitted runs have not settled yet (of every tracker sharing the slots)."""
+        return self.capacity - self._semaphore.value
+
+    @property
+    def unsettled(self) -> int:
+        """How many started runs have not settled yet (a run reported as stopped may be among them)."""
+        return self._unsettled
+
+    async def admit(self, *, until: float, signal: AbortSignal) -> Literal["admitted", "expired", "aborted"]:
+        """Wait for a slot until ``until`` (``anyio.current_time()`` clock) or ``signal`` aborts.
+
+        On ``"admitted"`` the caller owns a slot and must hand it to :meth:`start`.
+        """
+        if signal.aborted:
+            return "aborted"
+        try:
+            self._semaphore.acquire_nowait()  # a free slot needs no trip round the event loop
+            return "admitted"
+        except anyio.WouldBlock:
+            pass
+        with anyio.CancelScope(deadline=until) as scope:
+            stop_watching = signal.add_listener(lambda _: scope.cancel())
+            try:
+                await self._semaphore.acquire()
+                return "admitted"
+            finally:
+                stop_watching()
+        return "aborted" if signal.aborted else "expired"
+
+    def start(self, run: Callable[[], Awaitable[object]], tasks: TaskGroup) -> BackingWork:
+        """Start ``run`` in ``tasks`` (the runtime's) as backing work owning the slot :meth:`admit` took.
+
+        The work outlives the execute that started it when that execute is reported stopped
+        first; the runtime's task group owns it until it settles.
+        """
+        work = BackingWork()
+        if not self._unsettled:
+            self._all_settled = anyio.Event()
+        self._unsettled += 1
+        tasks.start_soon(self._own, work, run)
+        return work
+
+    async def _own(self, work: BackingWork, run: Callable[[], Awaitable[object]]) -> None:
+        try:
+            work.value = await run()
+        except BaseException as exc:
+            # Recorded, not raised: the owner of the run reads it from the work. A cancellation
+            # the sandbox raised of its own (nobody cancelled this task) is the sandbox's failure,
+            # and must not cancel the runtime's other work; a real one goes on.
+            work.error = exc
+            if not isinstance(exc, Exception) and not _foreign_cancellation(exc):
+                raise
+        finally:
+            self._semaphore.release()
+            work.settled.set()
+            self._unsettled -= 1
+            if not self._unsettled:
+                self._all_settled.set()
+
+    async def wait_settled(self) -> None:
+        """Return once every started run has settled."""
+        while self._unsettled:
+            await self._all_settled.wait()
+
+
+def _foreign_cancellation(exc: BaseException) -> bool:
+    """Whether ``exc`` is a cancellation exception although nothing cancelled the current task."""
+    return isinstance(exc, anyio.get_cancelled_exc_class()) and anyio.current_effective_deadline() != -math.inf

@@ -1,0 +1,33 @@
+"""What every lease's execute tool shares with its runtime: the sandbox, the gate, the limits, the slots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from anyio.abc import TaskGroup
+
+from .._admission import SandboxSlots
+from .._bindings import Invoker
+from .._hooks import Observer
+from .._options import AdmissionPolicy, ExecutionOptions
+from ..failures import FailureEvidence
+from ..sandbox import Sandbox
+from ..suspensions import Suspensions
+
+__all__ = ["ExecuteServices"]
+
+
+@dataclass(frozen=True)
+class ExecuteServices:
+    """The runtime's parts an execute tool uses; a lease may bring its own session and access (its invoker)."""
+
+    sandbox: Sandbox
+    invoker: Invoker
+    options: ExecutionOptions
+    policy: AdmissionPolicy
+    slots: SandboxSlots
+    session_id: str | None
+    on_sandbox_failure: Observer[FailureEvidence] | None
+    suspensions: Suspensions | None
+    tasks: TaskGroup
+    """The runtime's task group: it owns each run's backing work until that work settles."""

@@ -1,0 +1,414 @@
+"""What an MCP server serves: the catalog protocol, and the catalog for installed apps.
+
+The server (``create_mcp``) talks to a :class:`McpCatalogProvider`. It records
+connections (``open``/``resume``/``close``), reads the principal's current authority
+(``refresh``), describes the ``execute`` tool and runs it. The server owns everything
+that is the same for every host: authentication of each request, the connection table,
+re-reading authority, and confirmation by elicitation. It hands each execution an
+:class:`McpExecutionContext` whose ``access`` the provider must use for every call of
+that execution, direct tools included (``runtime.lease(access=context.access)``).
+
+:func:`create_mcp_catalog` is the provider for hosts that install apps as ordinary
+modules and capability sources: ``load(principal)`` says what that principal may use,
+read afresh for every execution and after every approval.
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Self, TypeAlias
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from .._access import Access, Grant
+from .._context import Session
+from .._discovery import SemanticRanker, check_ranker
+from .._modules import Module
+from .._options import ExecutionOptions, check_int
+from .._runtime import Runtime
+from .._shared_sandbox import SharedSandbox
+from .._sources import CapabilitySource
+from .._tool_calls import ToolCall, ToolDefinition, ToolResult
+from ..sandbox import Sandbox
+from ._connections import ConnectionStore, MemoryConnections
+from ._principals import Principal, principal_key
+
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "Load",
+    "McpAuthority",
+    "McpCatalog",
+    "McpCatalogProvider",
+    "McpExecutionContext",
+    "create_mcp_catalog",
+]
+
+logger = logging.getLogger("mycelium.mcp")
+
+DEFAULT_MAX_CONNECTIONS = 8
+_MAX_CACHED_PRINCIPALS = 256
+
+
+@dataclass(frozen=True)
+class McpAuthority:
+    """What one principal may use right now.
+
+    ``grants`` maps module ids (or grant keys) to ``"write"``, ``"read"`` or ``"none"``;
+    a module it does not name is refused. ``sources`` are the modules and capability
+    sources to offer; return the same objects for the same capabilities (runtimes are
+    reused while they are the same objects). ``instructions`` become the server's
+    instructions for this principal.
+    """
+
+    grants: Mapping[str, Grant]
+    sources: Sequence[CapabilitySource | Module] = ()
+    instructions: str = ""
+
+    def __post_init__(self) -> None:
+        # Access validates the grant values; here only the shapes a loader can get wrong.
+        Access(grants=self.grants)
+        object.__setattr__(self, "grants", dict(self.grants))
+        if isinstance(self.sources, Module | CapabilitySource) or not isinstance(self.sources, Sequence):
+            raise ValueError("McpAuthority.sources must be a sequence of Module or CapabilitySource")
+        for item in self.sources:
+            if not isinstance(item, Module | CapabilitySource):
+                raise ValueError(f"McpAuthority.sources: {type(item).__name__} is not a Module or CapabilitySource")
+        object.__setattr__(self, "sources", tuple(self.sources))
+        if not isinstance(self.instructions, str):
+            raise ValueError("McpAuthority.instructions must be a string")
+
+
+Load: TypeAlias = Callable[[Principal], "McpAuthority | Awaitable[McpAuthority]"]
+
+
+@dataclass(frozen=True)
+class McpExecutionContext:
+    """One execution's caller, as the server established it for this request.
+
+    ``access`` carries the request's authority: grants read afresh for this execution,
+    the re-authentication of the request before each operation call, and confirmation
+    by elicitation. It holds request callbacks: use it for this execution only, never
+    persist it.
+    """
+
+    principal: Principal
+    connection_id: str | None
+    """The MCP session id (``None`` over stdio)."""
+    authority: McpAuthority
+    access: Access = field(repr=False)
+    tool_call_id: str | None = None
+
+
+class McpCatalogProvider(abc.ABC):
+    """What ``create_mcp`` serves. Durable hosts derive from it over their own session owner.
+
+    A provider runs inside ``async with provider:`` around the serving; by default entering
+    and leaving do nothing, and a provider with work of its own (runtimes, stores) overrides
+    them, as :class:`McpCatalog` does.
+    """
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    @property
+    @abc.abstractmethod
+    def max_connections(self) -> int:
+        """How many connections the server keeps open in memory (least recently used idle ones go first)."""
+        ...
+
+    @abc.abstractmethod
+    async def open(
+        self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
+    ) -> list[str] | None:
+        """Atomically record a new connection within ``bound`` open ones.
+
+        The server has already made room among the connections it holds in memory and
+        passes their ids as ``keep``; what may still be evicted are records it does not hold
+        (left by an earlier process), least recently used first. Returns the ids evicted,
+        or ``None`` when there is no room: nothing is recorded then.
+        """
+        ...
+
+    @abc.abstractmethod
+    async def resume(self, connection_id: str, principal: Principal) -> bool:
+        """Whether ``connection_id`` is an open connection bound to ``principal`` (it becomes the most recent)."""
+        ...
+
+    @abc.abstractmethod
+    async def touch(self, connection_id: str) -> None:
+        """Mark the connection as just used."""
+        ...
+
+    @abc.abstractmethod
+    async def close(self, connection_id: str) -> None:
+        """Forget a connection (the client ended it, or the server evicted it). Idempotent."""
+        ...
+
+    @abc.abstractmethod
+    async def refresh(self, principal: Principal) -> McpAuthority:
+        """Read ``principal``'s current authority. Called before each execution and after each approval."""
+        ...
+
+    @abc.abstractmethod
+    async def definition(self, principal: Principal, authority: McpAuthority) -> ToolDefinition:
+        """The ``execute`` tool as ``principal`` is shown it."""
+        ...
+
+    @abc.abstractmethod
+    async def execute(self, call: ToolCall, context: McpExecutionContext) -> ToolResult:
+        """Run one ``execute`` call with ``context.access`` for every operation call it makes."""
+        ...
+
+
+@dataclass(eq=False)
+class _Loaded:
+    """A principal's runtime, valid while ``load`` returns the same source objects.
+
+    It runs in a task of the catalog's own (``async with`` must enter and leave it in one
+    task, and requests come in many); setting ``retire`` ends that task, which closes the
+    runtime once the requests still holding its leases are done.
+    """
+
+    runtime: Runtime
+    sources: tuple[CapabilitySource | Module, ...]
+    retire: anyio.Event = field(default_factory=anyio.Event)
+    closed: anyio.Event = field(default_factory=anyio.Event)
+
+    def serves(self, sources: Sequence[CapabilitySource | Module]) -> bool:
+        return len(sources) == len(self.sources) and all(a is b for a, b in zip(sources, self.sources, strict=True))
+
+
+class McpCatalog(McpCatalogProvider):
+    """The catalog for installed apps. Build it with :func:`create_mcp_catalog`; run it with ``async with``.
+
+    One runtime per principal (kept while ``load`` returns the same sources), all of them
+    on one shared sandbox and admission tracker, each running in a task of the catalog's.
+    Each execution's lease lives exactly as long as the request that runs it.
+    """
+
+    def __init__(
+        self,
+        *,
+        load: Load,
+        sandbox: Sandbox,
+        execution: ExecutionOptions | None,
+        connections: ConnectionStore,
+        max_connections: int,
+        semantic: SemanticRanker | None = None,
+    ) -> None:
+        if not callable(load):
+            raise ValueError("load must be a callable taking a principal and returning an McpAuthority")
+        if not isinstance(sandbox, Sandbox):
+            raise ValueError(f"sandbox must be a mycelium.sandbox.Sandbox, got {type(sandbox).__name__}")
+        if execution is not None and not isinstance(execution, ExecutionOptions):
+            raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
+        check_ranker(semantic)
+        if not isinstance(connections, ConnectionStore):
+            raise ValueError(f"connections must be a ConnectionStore, got {type(connections).__name__}")
+        self._max_connections = check_int("max_connections", max_connections)
+        self._load = load
+        self._execution = execution or ExecutionOptions()
+        # A SharedSandbox given here is shared further: its owner closes it, not this catalog.
+        self._owns_sandbox = not isinstance(sandbox, SharedSandbox)
+        self._shared = (
+            sandbox
+            if isinstance(sandbox, SharedSandbox)
+            else SharedSandbox(
+                sandbox,
+                capacity=self._execution.sandbox_capacity,
+                admission_wait_ms=self._execution.admission_wait_ms,
+            )
+        )
+        self._connections = connections
+        self._semantic = semantic
+        self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
+        self._retired: set[_Loaded] = set()  # retired, still closing: their requests finish on them
+        self._starting = anyio.Lock()
+        self._tasks: TaskGroup | None = None
+        self._leaving: anyio.CancelScope | None = None
+        self._exit = AsyncExitStack()
+        self._closed = False
+
+    @property
+    def max_connections(self) -> int:
+        """How many connections the server keeps open in memory."""
+        return self._max_connections
+
+    @property
+    def sandbox(self) -> SharedSandbox:
+        """The sandbox and admission slots every principal's runtime shares."""
+        return self._shared
+
+    async def __aenter__(self) -> Self:
+        if self._tasks is not None or self._closed:
+            raise RuntimeError("an McpCatalog runs once: enter it with `async with` a single time")
+        # Entered before the task group, so that leaving can be shielded (see __aexit__).
+        self._leaving = self._exit.enter_context(anyio.CancelScope())
+        self._tasks = await self._exit.enter_async_context(anyio.create_task_group())
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the catalog (see :meth:`aclose`). Shielded: a catalog left because its task was
+        cancelled (a server stopped by a signal) still closes everything it opened."""
+        if self._leaving is not None:
+            self._leaving.shield = True
+        try:
+            await self.aclose()
+        finally:
+            # Every runtime's task has ended by now. The block's own exception goes on as it is,
+            # never wrapped in the task group's exception group.
+            await self._exit.aclose()
+
+    async def aclose(self) -> None:
+        """Close every principal's runtime (waiting for their leases), then the shared sandbox and the store.
+
+        Idempotent; leaving ``async with catalog:`` does it. A catalog that never ran has only
+        its sandbox and its store to close.
+        """
+        self._closed = True
+        loaded = list(self._loaded.values())
+        self._loaded.clear()
+        for each in loaded:
+            self._retire(each)
+        for each in list(self._retired):
+            await each.closed.wait()
+        try:
+            if self._owns_sandbox:
+                await self._shared.aclose()
+        finally:
+            await self._connections.aclose()
+
+    async def open(
+        self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
+    ) -> list[str] | None:
+        """Record a new connection, evicting least recently used idle ones beyond ``bound``."""
+        return await self._connections.open(connection_id, principal_key(principal), bound=bound, keep=keep)
+
+    async def resume(self, connection_id: str, principal: Principal) -> bool:
+        """Whether the connection is open and bound to ``principal``."""
+        return await self._connections.resume(connection_id, principal_key(principal))
+
+    async def touch(self, connection_id: str) -> None:
+        """Mark the connection as just used."""
+        await self._connections.touch(connection_id)
+
+    async def close(self, connection_id: str) -> None:
+        """Forget a connection."""
+        await self._connections.close(connection_id)
+
+    async def refresh(self, principal: Principal) -> McpAuthority:
+        """Call ``load(principal)``: a fresh read every time, never a cached answer."""
+        authority = self._load(principal)
+        if inspect.isawaitable(authority):
+            authority = await authority
+        if not isinstance(authority, McpAuthority):
+            raise TypeError(f"load() must return an McpAuthority, got {type(authority).__name__}")
+        return authority
+
+    async def definition(self, principal: Principal, authority: McpAuthority) -> ToolDefinition:
+        """The execute tool of the revision ``principal``'s sources give now."""
+        runtime = await self._runtime(principal, authority)
+        async with runtime.lease() as lease:
+            return lease.execute_tool.definition
+
+    async def execute(self, call: ToolCall, context: McpExecutionContext) -> ToolResult:
+        """Run ``call`` on a lease held for exactly this request, with the request's access."""
+        runtime = await self._runtime(context.principal, context.authority)
+        session = Session(context.connection_id) if context.connection_id else None
+        async with runtime.lease(session=session, access=context.access) as lease:
+            return await lease.execute_tool.prepare(call).execute()
+
+    async def _runtime(self, principal: Principal, authority: McpAuthority) -> Runtime:
+        key = principal_key(principal)
+        loaded = self._loaded.get(key)
+        if loaded is not None and loaded.serves(authority.sources):
+            self._loaded.move_to_end(key)
+            return loaded.runtime
+        async with self._starting:  # one start at a time, so two first requests share one runtime
+            loaded = self._loaded.get(key)
+            if loaded is not None and loaded.serves(authority.sources):
+                return loaded.runtime
+            tasks = self._tasks
+            if self._closed or tasks is None:
+                raise RuntimeError("the MCP catalog is not running: use it inside `async with catalog:`")
+            runtime = Runtime(
+                modules=[item for item in authority.sources if isinstance(item, Module)],
+                sources=[item for item in authority.sources if not isinstance(item, Module)],
+                sandbox=self._shared,
+                execution=self._execution,
+                # Every lease brings the request's access; this one only stands behind an unexpected path.
+                access=Access(explicit=True),
+                semantic=self._semantic,
+            )
+            fresh = _Loaded(runtime, tuple(authority.sources))
+            await tasks.start(self._run, fresh)
+            if loaded is not None:
+                self._retire(loaded)  # requests still holding its leases finish on it
+            self._loaded[key] = fresh
+            self._loaded.move_to_end(key)
+            while len(self._loaded) > _MAX_CACHED_PRINCIPALS:
+                self._retire(self._loaded.popitem(last=False)[1])
+            return runtime
+
+    def _retire(self, loaded: _Loaded) -> None:
+        self._retired.add(loaded)
+        loaded.retire.set()
+
+    async def _run(self, loaded: _Loaded, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run one principal's runtime until it is retired; it closes once its leases are released."""
+        try:
+            async with loaded.runtime:
+                task_status.started()
+                await loaded.retire.wait()
+        except Exception:
+            logger.exception("closing a retired runtime failed")
+        finally:
+            self._retired.discard(loaded)
+            loaded.closed.set()
+
+
+def create_mcp_catalog(
+    *,
+    load: Load,
+    sandbox: Sandbox,
+    execution: ExecutionOptions | None = None,
+    connections: ConnectionStore | None = None,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    semantic: SemanticRanker | None = None,
+) -> McpCatalog:
+    """The MCP catalog for installed apps.
+
+    ``load(principal)`` (sync or async) returns the principal's current
+    :class:`McpAuthority`; it runs before every execution and after every approval.
+    ``sandbox`` is the host's isolated executor, shared by every principal (pass a
+    :class:`~mycelium.admission.SharedSandbox` to share it further). ``connections``
+    records connections: in memory by default, or ``SqliteConnections(path)`` so a
+    restarted server resumes them. At most ``max_connections`` stay open in memory.
+    ``semantic`` adds ranking by meaning to every principal's search (see :mod:`mycelium.semantic`).
+    Run it with ``async with catalog:``; leaving the block closes every principal's
+    runtime (once their requests are done), the store, and the sandbox too, unless it was a
+    ``SharedSandbox`` (whose owner closes it).
+    """
+    return McpCatalog(
+        load=load,
+        sandbox=sandbox,
+        execution=execution,
+        connections=connections if connections is not None else MemoryConnections(),
+        max_connections=max_connections,
+        semantic=semantic,
+    )

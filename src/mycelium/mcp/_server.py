@@ -1,0 +1,594 @@
+"""The MCP server: one ``execute`` tool over Streamable HTTP (or stdio), authenticated per request.
+
+Built on the official SDK's low-level server and its Streamable HTTP session manager in
+stateful SSE mode, so a tool call can ask the person through form elicitation while it
+runs. This module adds what the SDK leaves to the host:
+
+- ``authenticate`` runs for every HTTP request (requests, notifications, the client's
+  replies, GET streams, DELETE) and again before every operation call of an execute.
+- The protocol is pinned to 2025-11-25: a request naming another
+  ``MCP-Protocol-Version`` gets HTTP 400, so a negotiating client falls back to it.
+- A connection is bound to the principal that opened it; another principal presenting
+  its id gets 404, as if it did not exist.
+- At most ``catalog.max_connections`` connections stay open in memory; opening one more
+  evicts the least recently used idle one (a connection running an execute is never
+  evicted). A connection the catalog still records, but this process does not hold (after
+  a restart), is resumed for its own principal, without elicitation: it may read but
+  not write until the client initializes a fresh connection.
+- Each execute reads the principal's authority afresh, and again after each approval.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import json
+import logging
+import traceback
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import mcp_types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .._execute import ToolCall, ToolResult
+from .._options import check_int
+from .._text import new_reference, printed
+from ._catalog import McpCatalogProvider, McpExecutionContext
+from ._elicitation import RequestAccess
+from ._http import Answered, pin_initialize, releasing, request_id, send_error, stays_connected, watch
+from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
+from ._sdk import adopt_transport, discard_transport, held_transport, serve_opening_request
+
+__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSION", "McpServer", "create_mcp"]
+
+logger = logging.getLogger("mycelium.mcp")
+
+PROTOCOL_VERSION = "2025-11-25"
+"""The one MCP protocol version served: the newest with requests from server to client (elicitation)."""
+
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+"""The ``Host`` values accepted by default: loopback, any port."""
+LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+"""The ``Origin`` values accepted by default."""
+_SESSION_HEADER = "mcp-session-id"
+_PRINCIPAL = "mycelium.principal"
+_GONE = "mycelium.gone"
+# Keys the SDK's transport files its own streams under; a request id equal to one would take it over.
+_SDK_STREAM_KEYS = frozenset({"_GET_stream"})
+_MAX_HELD_IDS = 1_024
+_METHODS = frozenset({"POST", "GET", "DELETE"})
+_TOUCH_EVERY_S = 1.0
+
+# Over stdio there is no HTTP request to read the principal from: it is the server's configured one.
+_STDIO_PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("mycelium_mcp_stdio_principal")
+
+
+@dataclass
+class _HeldConnection:
+    """A connection this process holds: whose it is, and what it is doing."""
+
+    principal: str
+    resumed: bool
+    """Resumed after this process lost it: no client capabilities were recorded."""
+    running: int = 0
+    touched: float = 0.0
+    requests: set[str] = field(default_factory=set)
+    """Ids (as the SDK keys them) not free for a new request: in flight, or abandoned by their client."""
+
+
+class McpServer:
+    """An MCP server for one catalog. Build it with :func:`create_mcp`.
+
+    ``asgi`` is the ASGI app to mount at the host's MCP route. It answers the ASGI
+    lifespan itself; a host that mounts it inside its own app runs it with
+    ``async with server.running():`` in that app's lifespan. ``close()`` closes every
+    open transport; the catalog keeps its connection records (its owner decides).
+    """
+
+    def __init__(
+        self,
+        *,
+        catalog: McpCatalogProvider,
+        authenticate: Authenticate,
+        name: str,
+        allowed_hosts: Sequence[str] | None,
+        allowed_origins: Sequence[str] | None,
+        max_request_bytes: int,
+        authenticate_timeout_ms: int,
+        max_connections_per_principal: int | None,
+    ) -> None:
+        if not isinstance(catalog, McpCatalogProvider):
+            raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
+        if not callable(authenticate):
+            raise ValueError("authenticate must be a callable taking the HTTP request")
+        self._catalog = catalog
+        self._authenticate = authenticate
+        self._authenticate_timeout_s = check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
+        self._max_request_bytes = check_int("max_request_bytes", max_request_bytes)
+        bound = catalog.max_connections
+        self._per_principal = (
+            max(1, bound // 2)
+            if max_connections_per_principal is None
+            else check_int("max_connections_per_principal", max_connections_per_principal)
+        )
+        self._server: Server[Any] = Server(
+            name, version=_version(), on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        )
+        self._server.middleware.append(self._instructions)
+        self._manager = StreamableHTTPSessionManager(
+            app=self._server,
+            json_response=False,
+            stateless=False,
+            security_settings=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=list(LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts),
+                allowed_origins=list(LOOPBACK_ORIGINS if allowed_origins is None else allowed_origins),
+            ),
+            # Connections end by DELETE or eviction; their records belong to the catalog.
+            session_idle_timeout=None,
+            max_request_body_size=self._max_request_bytes,
+            max_sessions=None,
+        )
+        self._connections: OrderedDict[str, _HeldConnection] = OrderedDict()  # least recently used first
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            await self._serve(scope, receive, send)
+
+        # A plain coroutine function: servers such as uvicorn recognise it as an ASGI 3 app.
+        self._app: ASGIApp = app
+        self._admitting = anyio.Lock()
+        self._running = False
+        self._closed = False
+
+    # -- ASGI ---------------------------------------------------------------------------
+
+    @property
+    def asgi(self) -> ASGIApp:
+        """The ASGI app: every HTTP request is authenticated before the SDK sees it."""
+        return self._app
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if not self._running or self._closed:
+            await send_error(send, 503, "the MCP server is not running")
+            return
+        if scope["method"] not in _METHODS:
+            await send_error(send, 405, "use POST, GET or DELETE", extra=[(b"allow", b"GET, POST, DELETE")])
+            return
+        connection = HTTPConnection(scope)
+        version = connection.headers.get("mcp-protocol-version")
+        if version is not None and version != PROTOCOL_VERSION:
+            await send_error(send, 400, f"this server speaks MCP protocol version {PROTOCOL_VERSION} only")
+            return
+        principal = await self._admit(connection)
+        if isinstance(principal, Refused):
+            extra = [(b"www-authenticate", b'Bearer realm="mcp"')] if principal.status == 401 else []
+            message = "authentication required" if principal.status == 401 else "forbidden"
+            await send_error(send, principal.status, message, extra=extra)
+            return
+        key = principal_key(principal)
+        token = AccessToken(token=key, client_id=key, scopes=[])
+        gone = anyio.Event()
+        scope = {**scope, "user": AuthenticatedUser(token), _PRINCIPAL: principal, _GONE: gone}
+        session_id = connection.headers.get(_SESSION_HEADER)
+        body: bytes | None = None
+        if scope["method"] == "POST":
+            body = await self._read_body(receive)
+            if body is None:
+                await send_error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
+                return
+            if session_id is None:
+                body = pin_initialize(body, PROTOCOL_VERSION)
+        answered = Answered(send)
+        watched = watch(receive, gone, first=body)
+        if session_id is None:
+            await self._manager.handle_request(scope, watched, self._opening(principal, answered))
+        else:
+            await self._continue(scope, watched, answered, principal, session_id, request_id(body))
+        await answered.finish()
+
+    async def _continue(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        principal: Principal,
+        session_id: str,
+        request_id: str | None,
+    ) -> None:
+        """Serve a request on an existing connection: held, resumed, or refused as unknown."""
+        known = self._connections.get(session_id)
+        if known is None or held_transport(self._manager, session_id) is None:
+            resumed = await self._resume(session_id, principal, scope)
+            if resumed == "full":
+                await send_error(send, 503, "no connection can be freed now")
+                return
+            if resumed == "unknown":
+                await send_error(send, 404, "Session not found")
+                return
+            known = self._connections[session_id]
+        elif known.principal != principal_key(principal):
+            await send_error(send, 404, "Session not found")  # as if it did not exist: ids are not probed
+            return
+        await self._touch(session_id, known)
+        if request_id is not None:
+            # The SDK files answers by request id: a second request with an id still in flight
+            # would take the other's answer and leave one of them unanswered. An id is free again
+            # only once its answer went out whole; a client that left before that abandons it for
+            # good on this connection, because its run goes on and answers under that id whenever
+            # it ends. The SDK's own stream keys are never free.
+            if request_id in known.requests or request_id in _SDK_STREAM_KEYS:
+                await send_error(send, 409, "this request id is in flight or was abandoned on this connection")
+                return
+            known.requests.add(request_id)
+            send = releasing(send, lambda: known.requests.discard(request_id))
+        await self._manager.handle_request(scope, receive, send)
+        ended = scope["method"] == "DELETE" and held_transport(self._manager, session_id) is None
+        # A client that keeps abandoning requests has its connection closed, not the table grown.
+        if ended or len(known.requests) > _MAX_HELD_IDS:
+            await self._end(session_id)
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole body of a POST, or ``None`` once it passes the limit (nothing past it is read)."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b""  # the client left; the SDK answers the empty request
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max_request_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        try:
+            async with self.running():
+                await send({"type": "lifespan.startup.complete"})
+                await receive()  # lifespan.shutdown
+        except Exception:
+            logger.exception("the MCP server failed to start or stop")
+            await send({"type": "lifespan.shutdown.failed", "message": "see the server log"})
+            return
+        await send({"type": "lifespan.shutdown.complete"})
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[McpServer]:
+        """Run the session manager; requests are served while this is entered. Once only."""
+        async with self._manager.run():
+            self._running = True
+            try:
+                yield self
+            finally:
+                self._running = False
+                await self.close()
+
+    async def close(self) -> None:
+        """Close every open transport. The catalog's connection records are kept for its owner."""
+        self._closed = True
+        for session_id in list(self._connections):
+            await self._discard(session_id)
+
+    async def _admit(self, connection: HTTPConnection) -> Principal | Refused:
+        """Run ``authenticate``; a failure inside it refuses (401) and is logged, never a 500."""
+        try:
+            verdict = self._authenticate(connection)
+            if inspect.isawaitable(verdict):
+                # Only an awaiting check can be timed out; a sync one has already answered.
+                with anyio.fail_after(self._authenticate_timeout_s):
+                    verdict = await verdict
+        except Exception as exc:
+            # Its message may hold what the client presented: the operator gets where, not what.
+            frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            where = f" at {frame.filename}:{frame.lineno}" if frame else ""
+            logger.error(
+                "authenticate() failed (%s raised%s); the request is refused with 401", type(exc).__name__, where
+            )
+            return Refused(401)
+        if isinstance(verdict, Admitted):
+            return verdict.principal
+        if isinstance(verdict, Refused):
+            return verdict
+        logger.error("authenticate() failed: it returned %s, not Admitted or Refused; refused", type(verdict).__name__)
+        return Refused(401)
+
+    async def _still_admitted(self, connection: HTTPConnection, principal: Principal) -> bool:
+        verdict = await self._admit(connection)
+        return not isinstance(verdict, Refused) and verdict == principal
+
+    def _opening(self, principal: Principal, send: Send) -> Send:
+        """Wrap ``send`` for a request that opens a connection: record it before the client learns its id."""
+        refused = False
+
+        async def opening_send(message: Message) -> None:
+            nonlocal refused
+            if refused:
+                return
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                headers = dict(message.get("headers", []))
+                session_id = headers.get(_SESSION_HEADER.encode(), b"").decode()
+                if session_id and not await self._open(session_id, principal):
+                    refused = True
+                    await send_error(send, 503, "every connection of this server is running an execute")
+                    return
+            await send(message)
+
+        return opening_send
+
+    async def _open(self, session_id: str, principal: Principal) -> bool:
+        async with self._admitting:
+            key = principal_key(principal)
+            if not await self._make_room(key, room_for=1):
+                await self._discard(session_id)
+                return False
+            evicted = await self._catalog.open(
+                session_id, principal, bound=self._catalog.max_connections, keep=list(self._connections)
+            )
+            if evicted is None:
+                await self._discard(session_id)
+                return False
+            for gone in evicted:
+                await self._discard(gone)
+            self._connections[session_id] = _HeldConnection(key, resumed=False)
+            return True
+
+    async def _make_room(self, opener: str, *, room_for: int, spare: str | None = None) -> bool:
+        """Evict held idle connections until ``room_for`` more fit; whether they do.
+
+        First the opener's own share: no principal holds more than its quota, so one that
+        keeps connections busy (or opens them one after another) cannot lock others out.
+        Then the bound, the opener's own least recently used idle connection first.
+        """
+        held_by_opener = [known for known, held in self._connections.items() if held.principal == opener]
+        while len([known for known in held_by_opener if known != spare]) + room_for > self._per_principal:
+            if not await self._evict(held_by_opener, spare):
+                return False
+            held_by_opener = [known for known in held_by_opener if known in self._connections]
+        while len(self._connections) + room_for > self._catalog.max_connections:
+            if not await self._evict([*held_by_opener, *self._connections], spare):  # both least recent first
+                return False
+        return True
+
+    async def _evict(self, candidates: list[str], spare: str | None) -> bool:
+        """Evict the first idle connection among ``candidates`` (in the order given); whether one was."""
+        connections = self._connections
+        victim = next(
+            (
+                known
+                for known in candidates
+                if known != spare and known in connections and not connections[known].running
+            ),
+            None,
+        )
+        if victim is None:
+            return False
+        await self._end(victim)
+        return True
+
+    async def _resume(
+        self, session_id: str, principal: Principal, scope: Scope
+    ) -> Literal["resumed", "unknown", "full"]:
+        """Take a connection this process does not hold back into memory, if the catalog says it is open."""
+        key = principal_key(principal)
+        async with self._admitting:
+            held = self._connections.get(session_id)
+            if held is not None and held_transport(self._manager, session_id) is not None:
+                return "resumed" if held.principal == key else "unknown"
+            if not await self._catalog.resume(session_id, principal):
+                return "unknown"
+            self._connections[session_id] = _HeldConnection(key, resumed=True)
+            if not await self._revive(session_id, scope):
+                self._connections.pop(session_id, None)
+                return "unknown"
+            # Room is made only for a connection that is really back: a failed revival evicts nobody.
+            if not await self._make_room(key, room_for=0, spare=session_id):
+                await self._discard(session_id)
+                return "full"
+            return "resumed"
+
+    async def _revive(self, session_id: str, scope: Scope) -> bool:
+        """Start a transport under ``session_id`` and complete its handshake without the client.
+
+        The client initialized this connection in a process that is gone; it only needs to
+        be told it is initialized. Its capabilities were never recorded here, so nothing
+        is asked of it (no elicitation).
+        """
+        manager = self._manager
+        transport = StreamableHTTPServerTransport(
+            mcp_session_id=session_id,
+            is_json_response_enabled=False,
+            event_store=None,
+            security_settings=manager.security_settings,
+            retry_interval=manager.retry_interval,
+            idle_timeout=manager.session_idle_timeout,
+        )
+        adopt_transport(manager, session_id, transport, owner=scope["user"])
+        body = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        headers = [(name, value) for name, value in scope["headers"] if name in (b"host", b"origin")] + [
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            (_SESSION_HEADER.encode(), session_id.encode()),
+            (b"mcp-protocol-version", PROTOCOL_VERSION.encode()),
+        ]
+        handshake = {**scope, "method": "POST", "headers": headers, "query_string": b""}
+        status = 0
+
+        async def send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+
+        await serve_opening_request(manager, transport, handshake, watch(stays_connected, None, first=body), send)
+        return 200 <= status < 300 and held_transport(manager, session_id) is not None
+
+    async def _touch(self, session_id: str, connection: _HeldConnection) -> None:
+        self._connections.move_to_end(session_id)
+        now = anyio.current_time()
+        if now - connection.touched >= _TOUCH_EVERY_S:  # a durable store is written at most once a second
+            connection.touched = now
+            await self._catalog.touch(session_id)
+
+    async def _discard(self, session_id: str) -> None:
+        """Close the connection's transport in this process; the catalog keeps its record."""
+        self._connections.pop(session_id, None)
+        await discard_transport(self._manager, session_id)
+
+    async def _end(self, session_id: str) -> None:
+        """End the connection for good: its transport here and its record in the catalog."""
+        await self._discard(session_id)
+        await self._catalog.close(session_id)
+
+    # -- MCP handlers ---------------------------------------------------------------------
+
+    def _caller(self, ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, HTTPConnection | None, str | None]:
+        request = ctx.request
+        if isinstance(request, HTTPConnection):
+            return request.scope[_PRINCIPAL], request, request.headers.get(_SESSION_HEADER)
+        return _STDIO_PRINCIPAL.get(), None, None
+
+    async def _instructions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Give each principal its own instructions: the catalog's answer for them, read at initialize."""
+        result = await call_next(ctx)
+        if ctx.method != "initialize" or not isinstance(result, dict):
+            return result  # the SDK hands middleware the initialize result as its wire dict
+        principal, _, _ = self._caller(ctx)
+        try:
+            authority = await self._catalog.refresh(principal)
+        except Exception:
+            logger.exception("load()/refresh() failed while initializing; no instructions sent")
+            return result
+        return {**result, "instructions": authority.instructions} if authority.instructions else result
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        principal, _, _ = self._caller(ctx)
+        authority = await self._catalog.refresh(principal)
+        definition = await self._catalog.definition(principal, authority)
+        tool = types.Tool(
+            name=definition.name,
+            description=definition.description,
+            input_schema=definition.input_schema,
+            annotations=types.ToolAnnotations(
+                title="Run a Python program against the host's operations",
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=False,
+                open_world_hint=False,
+            ),
+        )
+        return types.ListToolsResult(tools=[tool])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        principal, request, session_id = self._caller(ctx)
+        connection = self._connections.get(session_id) if session_id else None
+        if connection is not None:
+            connection.running += 1
+        try:
+            authority = await self._catalog.refresh(principal)
+            access = RequestAccess(
+                ctx,
+                authority,
+                refresh=lambda: self._catalog.refresh(principal),
+                still_admitted=None if request is None else lambda: self._still_admitted(request, principal),
+                read_only=connection is not None and connection.resumed,
+                gone=None if request is None else request.scope.get(_GONE),
+            )
+            call = ToolCall(id=str(ctx.request_id), name=params.name, arguments=params.arguments or {})
+            context = McpExecutionContext(principal, session_id, authority, access.access, call.id)
+            return _tool_result(await self._catalog.execute(call, context))
+        except Exception:
+            reference = new_reference()
+            logger.exception("execute over MCP failed on the host, reference %s", reference)
+            return _failure(f"The host failed to run this request (reference {reference}). Try again later.")
+        finally:
+            if connection is not None:
+                connection.running -= 1
+
+    async def serve_stdio(self, principal: Principal) -> None:
+        """Serve the catalog over stdin/stdout for ``principal`` until the client closes the streams."""
+        _STDIO_PRINCIPAL.set(principal)
+        async with stdio_server() as (read, write):
+            await self._server.run(read, write, self._server.create_initialization_options())
+
+
+def _tool_result(result: ToolResult) -> types.CallToolResult:
+    content = [types.TextContent(type="text", text=result.text)]
+    if result.logs:
+        content.append(types.TextContent(type="text", text=f"print output:\n{printed(result.logs)}"))
+    return types.CallToolResult(content=content, is_error=result.is_error)
+
+
+def _failure(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mycelium-runtime")
+    except PackageNotFoundError:
+        return "0"
+
+
+def create_mcp(
+    *,
+    catalog: McpCatalogProvider,
+    authenticate: Authenticate | Callable[[HTTPConnection], Awaitable[Admitted | Refused]],
+    name: str = "mycelium",
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] | None = None,
+    max_request_bytes: int = 256 * 1024,
+    authenticate_timeout_ms: int = 10_000,
+    max_connections_per_principal: int | None = None,
+) -> McpServer:
+    """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
+
+    ``authenticate(request)`` (sync or async) sees the request's headers and returns
+    ``Admitted(principal)`` or ``Refused(401 | 403)``; an exception or a timeout
+    (``authenticate_timeout_ms``) refuses with 401 and is logged. ``allowed_hosts`` and
+    ``allowed_origins`` are the Host and Origin values accepted (``"host:*"`` allows any
+    port); by default loopback only. Bodies over ``max_request_bytes`` (256 KiB: a
+    64 KiB program with room for its JSON escapes) get 413 before anything parses them,
+    since the SDK checks a message's every value on the event loop.
+    ``max_connections_per_principal`` (default: half of ``catalog.max_connections``, at
+    least 1) is how many of the held connections one principal may have: its next one
+    replaces its own least recently used idle connection, or gets 503 if all are busy.
+    """
+    return McpServer(
+        catalog=catalog,
+        authenticate=authenticate,
+        name=name,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        max_request_bytes=max_request_bytes,
+        authenticate_timeout_ms=authenticate_timeout_ms,
+        max_connections_per_principal=max_connections_per_principal,
+    )
