@@ -25,7 +25,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from typer.testing import CliRunner
 
-from mycelium.cli import AppError, cli, load_catalog, parse_app
+from mycelium.cli import cli
+from mycelium.cli._apps import AppError, load_catalog, parse_app
 from mycelium.mcp import McpCatalog
 
 NOTES_APP = Path(__file__).resolve().parent.parent / "examples" / "notes_app.py"

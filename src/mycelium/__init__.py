@@ -1,9 +1,11 @@
 """Mycelium: typed host operations for AI agents, through one sandboxed ``execute`` tool.
 
-The public surface is re-exported here; nothing inside the package imports from this
-module.
+The public surface is re-exported here, and it is exactly ``__all__``; nothing inside the
+package imports from this module. Installed as the distribution ``mycelium-codemode``.
 """
 
+# First: it refuses to go on beside another distribution's ``mycelium`` (see _distribution).
+from ._distribution import installed_version  # isort: skip
 from ._access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
 from ._bindings import OperationEvidence
 from ._context import CallContext, ExecuteIdentity, InvocationContext, Session
@@ -42,6 +44,9 @@ from .suspensions import (
     Suspensions,
     SuspensionStore,
 )
+
+__version__ = installed_version()
+"""The installed version of ``mycelium-codemode`` (``"0"`` when run from a checkout without installing it)."""
 
 __all__ = [
     "AbortController",
@@ -97,6 +102,7 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "UnknownOperation",
+    "__version__",
     "defer",
     "direct_tool",
     "grant_as",

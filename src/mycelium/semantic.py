@@ -1,6 +1,6 @@
 """Ranking by meaning with WordLlama, a static embedding model that ships inside its wheel.
 
-Install the ``semantic`` extra (``pip install "mycelium-runtime[semantic]"``) and give a
+Install the ``semantic`` extra (``pip install "mycelium-codemode[semantic]"``) and give a
 runtime the ranker::
 
     runtime = Runtime(modules=[...], sandbox=MontySandbox(), semantic=WordLlamaRanker())
@@ -56,7 +56,7 @@ MAX_TEXT_BYTES = 512
 MAX_QUERY_BYTES = 200
 """The most UTF-8 bytes of words embedded from one search phrasing: a need, in a few words."""
 _WORD = re.compile(r"\w+")
-_EXTRA = 'install the semantic extra: pip install "mycelium-runtime[semantic]"'
+_EXTRA = 'install the semantic extra: pip install "mycelium-codemode[semantic]"'
 _model: Any = None
 _loading = threading.Lock()
 

@@ -321,4 +321,4 @@ except ImportError as error:
     print(error)
 """
     finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert "pip install 'mycelium-runtime[postgres]'" in finished.stdout
+    assert "pip install 'mycelium-codemode[postgres]'" in finished.stdout

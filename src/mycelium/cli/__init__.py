@@ -24,24 +24,10 @@ from collections.abc import Sequence
 
 import typer
 
-from ._apps import DEFAULT_ATTRIBUTE, AppError, AppSpec, load_catalog, parse_app, resolve_catalog
-from ._http import ServeError
 from ._local import check, describe, exec_, search
 from ._serve import serve
-from ._target import Target
 
-__all__ = [
-    "DEFAULT_ATTRIBUTE",
-    "AppError",
-    "AppSpec",
-    "ServeError",
-    "Target",
-    "cli",
-    "load_catalog",
-    "main",
-    "parse_app",
-    "resolve_catalog",
-]
+__all__ = ["cli", "main"]
 
 cli = typer.Typer(
     name="mycelium",

@@ -47,7 +47,7 @@ the paused call. A hand-built graph whose one ``ToolNode`` task runs several too
 reruns all of them, and a call that had finished runs again (only a paused call
 replays): give each tool call its own task (``Send``), as ``create_agent`` does.
 
-Install with ``pip install 'mycelium-runtime[langchain]'``. Use the async API
+Install with ``pip install 'mycelium-codemode[langchain]'``. Use the async API
 (``ainvoke``, ``astream``): the execute is asynchronous.
 """
 

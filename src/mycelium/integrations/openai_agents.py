@@ -69,7 +69,7 @@ an always-approved ``resume`` decides nothing, and the pause waits for a decisio
 records (``Runtime.decide``). To let confirm operations run without asking, say so in the
 host's ``Access(confirm=...)``.
 
-Install with ``pip install 'mycelium-runtime[openai-agents]'``.
+Install with ``pip install 'mycelium-codemode[openai-agents]'``.
 """
 
 from __future__ import annotations

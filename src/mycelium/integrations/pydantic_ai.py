@@ -14,7 +14,7 @@ the program paused again) decides nothing, and the current pause is asked again.
 call is never resumed (pydantic-ai tells the model itself); the paused run expires
 unresumed (or ``Runtime.discard`` drops it) and nothing more of it runs.
 
-Install with ``pip install 'mycelium-runtime[pydantic-ai]'``.
+Install with ``pip install 'mycelium-codemode[pydantic-ai]'``.
 """
 
 from __future__ import annotations

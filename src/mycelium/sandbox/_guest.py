@@ -22,7 +22,7 @@ from .._bindings import BindingCallback
 from .._exceptions import InvalidInput
 from .._text import clip
 from .._values import JsonValue, NotJson, StringCheck, json_size
-from . import SandboxRequest
+from ._contract import SandboxRequest
 
 __all__ = [
     "GuestNamespace",

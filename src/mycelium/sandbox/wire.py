@@ -55,7 +55,7 @@ from ..failures import (
     TransportLost,
     Unknown,
 )
-from . import SandboxRequest
+from ._contract import SandboxRequest
 
 __all__ = [
     "MAX_FAILURE_TEXT_CHARS",

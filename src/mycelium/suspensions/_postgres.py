@@ -1,6 +1,6 @@
 """Suspensions kept in PostgreSQL, so every server instance of a host shares them.
 
-Needs asyncpg: ``pip install 'mycelium-runtime[postgres]'``.
+Needs asyncpg: ``pip install 'mycelium-codemode[postgres]'``.
 """
 
 from __future__ import annotations
@@ -169,6 +169,6 @@ async def _create_pool(dsn: str | None) -> asyncpg.Pool:
     try:
         import asyncpg
     except ImportError as error:
-        raise ImportError("PostgresSuspensions needs asyncpg: pip install 'mycelium-runtime[postgres]'") from error
+        raise ImportError("PostgresSuspensions needs asyncpg: pip install 'mycelium-codemode[postgres]'") from error
     pool: asyncpg.Pool = await asyncpg.create_pool(dsn, min_size=1, max_size=10)
     return pool

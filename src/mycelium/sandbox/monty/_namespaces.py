@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_monty import ExternalModule
 
 from ..._values import JsonValue
-from .. import SandboxRequest
+from .._contract import SandboxRequest
 from .._guest import Leaf, NamespaceTree, namespace_tree
 
 if TYPE_CHECKING:

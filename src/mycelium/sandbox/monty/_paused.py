@@ -12,7 +12,7 @@ import json
 from typing import NamedTuple
 
 from ..._exceptions import OperationFailed
-from .. import Unrestorable
+from .._contract import Unrestorable
 from ._outcomes import _Outcome, _settled_form
 
 _STATE_MAGIC = b"MYCMONTY"

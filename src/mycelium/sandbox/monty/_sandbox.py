@@ -15,7 +15,7 @@ from pydantic_monty import MontyError, MountDir
 from ..._signals import AbortSignal
 from ..._values import MAX_JSON_DEPTH, JsonValue
 from ...failures import SandboxError, TransportLost
-from .. import UNENFORCED_LIMIT_NOTICES, PendingCalls, Sandbox, SandboxRequest, UnenforcedLimit, Unrestorable
+from .._contract import UNENFORCED_LIMIT_NOTICES, PendingCalls, Sandbox, SandboxRequest, UnenforcedLimit, Unrestorable
 from ._calls import _GuestRun
 from ._errors import _failure_for
 from ._language import MONTY_LANGUAGE

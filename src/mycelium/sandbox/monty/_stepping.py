@@ -25,7 +25,7 @@ from pydantic_monty import (
 
 from ..._access import DecisionDeferred
 from ...failures import BadResponse, SandboxError
-from .. import PendingCalls, Suspended, Unrestorable
+from .._contract import PendingCalls, Suspended, Unrestorable
 from ._calls import _Call, _GuestRun
 from ._errors import _clip
 from ._namespaces import _GuestModules
