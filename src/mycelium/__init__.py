@@ -5,7 +5,7 @@ package imports from this module. Installed as the distribution ``mycelium-codem
 """
 
 # First: it refuses to go on beside another distribution's ``mycelium`` (see _distribution).
-from ._distribution import installed_version  # isort: skip
+from ._distribution import VERSION as __version__  # isort: skip
 from ._access import Access, AccessRefusal, ConfirmAnswer, ConfirmRequest, RefusedCall, defer, grant_as
 from ._bindings import OperationEvidence
 from ._context import CallContext, ExecuteIdentity, InvocationContext, Session
@@ -44,9 +44,6 @@ from .suspensions import (
     Suspensions,
     SuspensionStore,
 )
-
-__version__ = installed_version()
-"""The installed version of ``mycelium-codemode`` (``"0"`` when run from a checkout without installing it)."""
 
 __all__ = [
     "AbortController",

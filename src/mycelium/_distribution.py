@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.metadata
 import re
 
-__all__ = ["DISTRIBUTION", "check_installation", "installed_version"]
+__all__ = ["DISTRIBUTION", "VERSION", "check_installation", "installed_version"]
 
 DISTRIBUTION = "mycelium-codemode"
 """The name to ``pip install``; the import name is ``mycelium``."""
@@ -63,3 +63,6 @@ def _normalized(name: str) -> str:
 
 # The package imports this module before anything else, so a clash is named before it breaks anything.
 check_installation()
+
+VERSION = installed_version()
+"""The installed version of ``mycelium-codemode`` (``"0"`` when run from a checkout without installing it)."""

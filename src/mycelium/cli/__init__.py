@@ -18,39 +18,6 @@ This module holds the command itself and registers the verbs on it, in the order
 lists them; each verb family lives in its own module (``_serve``, ``_local``).
 """
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-
-import typer
-
-from ._local import check, describe, exec_, search
-from ._serve import serve
+from ._app import cli, main
 
 __all__ = ["cli", "main"]
-
-cli = typer.Typer(
-    name="mycelium",
-    help="Mycelium: typed host operations for AI agents, through one sandboxed execute tool.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-
-@cli.callback()
-def _root() -> None:
-    """Mycelium: typed host operations for AI agents, through one sandboxed execute tool."""
-
-
-cli.command()(serve)
-cli.command("exec")(exec_)
-cli.command()(describe)
-cli.command()(search)
-cli.command()(check)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Run the ``mycelium`` command (``argv`` defaults to ``sys.argv[1:]``)."""
-    cli(args=list(argv) if argv is not None else None, prog_name="mycelium")

@@ -44,7 +44,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._distribution import installed_version
+from .._distribution import VERSION
 from .._execute import ToolCall, ToolResult
 from .._options import check_int
 from .._text import new_reference, printed
@@ -127,7 +127,7 @@ class McpServer:
             else check_int("max_connections_per_principal", max_connections_per_principal)
         )
         self._server: Server[Any] = Server(
-            name, version=installed_version(), on_list_tools=self._list_tools, on_call_tool=self._call_tool
+            name, version=VERSION, on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
         self._server.middleware.append(self._instructions)
         self._manager = StreamableHTTPSessionManager(

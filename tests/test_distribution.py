@@ -1,0 +1,63 @@
+"""The distribution is mycelium-codemode, and importing it beside another ``mycelium`` is refused, naming the other."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import mycelium
+from mycelium._distribution import DISTRIBUTION
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fake_distribution(folder: Path, name: str, *, record: str | None = None, top_level: str | None = None) -> Path:
+    """A dist-info as pip leaves one, for a distribution that ships the files ``record`` lists."""
+    info = folder / f"{name.replace('-', '_')}-9.9.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 9.9\n")
+    if record is not None:
+        (info / "RECORD").write_text(record)
+    if top_level is not None:
+        (info / "top_level.txt").write_text(top_level)
+    return folder
+
+
+def import_beside(folder: Path) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "PYTHONPATH": str(folder)}
+    return subprocess.run(
+        [sys.executable, "-c", "import mycelium"], capture_output=True, text=True, env=environment, timeout=60
+    )
+
+
+def test_the_distribution_is_named_mycelium_codemode_in_pyproject_and_at_runtime() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == "mycelium-codemode"
+    assert mycelium.__version__ == project["version"]
+
+
+@pytest.mark.parametrize(
+    ("record", "top_level"),
+    [("mycelium/__init__.py,,\nmycelium/cli/__init__.py,,\n", None), (None, "mycelium\n")],
+    ids=["by its RECORD", "by its top_level.txt"],
+)
+def test_another_distribution_shipping_a_mycelium_package_is_refused_at_import_naming_it(
+    tmp_path: Path, record: str | None, top_level: str | None
+) -> None:
+    folder = fake_distribution(tmp_path, "mycelium-elsewhere", record=record, top_level=top_level)
+    finished = import_beside(folder)
+    assert finished.returncode == 1
+    assert "ImportError: the distribution mycelium-elsewhere 9.9 is installed too" in finished.stderr
+    assert "pip uninstall mycelium-elsewhere" in finished.stderr
+    assert f"pip install --force-reinstall {DISTRIBUTION}" in finished.stderr
+
+
+def test_a_distribution_whose_package_only_starts_with_mycelium_is_no_clash(tmp_path: Path) -> None:
+    folder = fake_distribution(tmp_path, "myceliumx", record="myceliumx/__init__.py,,\nnot_mycelium/a.py,,\n")
+    finished = import_beside(folder)
+    assert finished.returncode == 0, finished.stderr
