@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import anyio
+
 from ._context import Session
 from ._discovery import Catalog
 from ._exceptions import DefinitionError, MyceliumSourceError
@@ -93,16 +95,20 @@ async def _acquired_modules(
     except ValueError as exc:
         findings.append(Finding("error", "source", source.id, str(exc)))
         return []
-    try:
-        revision = await capabilities.capture()
-    except (MyceliumSourceError, DefinitionError) as exc:
-        findings.append(Finding("error", "source", source.id, str(exc)))
-        return []
-    try:
-        return [module for snapshot in revision.snapshots for module in snapshot.modules]
-    finally:
-        await capabilities.release(revision)
-        await capabilities.close()
+    modules: list[Module] = []
+    # What the source starts for its snapshot ends when the snapshot is released, inside this group.
+    async with anyio.create_task_group() as tasks:
+        try:
+            revision = await capabilities.capture(tasks)
+        except (MyceliumSourceError, DefinitionError) as exc:
+            findings.append(Finding("error", "source", source.id, str(exc)))
+        else:
+            try:
+                modules = [module for snapshot in revision.snapshots for module in snapshot.modules]
+            finally:
+                await capabilities.release(revision)
+                await capabilities.close()
+    return modules
 
 
 def _operation_findings(graph: OperationGraph) -> list[Finding]:

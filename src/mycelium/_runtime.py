@@ -259,7 +259,7 @@ class Runtime:
         leases = running.leases
         leases.reserve()
         try:
-            revision = await self._capabilities.capture()
+            revision = await self._capabilities.capture(running.tasks)
         except BaseException:
             leases.unreserve()
             raise

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import anyio
+from anyio.abc import TaskGroup
 
 from . import _tracing
 from ._context import Session
@@ -68,12 +69,18 @@ class Acquired:
 
 
 class AcquireContext:
-    """What a source's ``acquire`` gets: the session, a signal to stop, ``invalidate()``, the guest's language."""
+    """What a source's ``acquire`` gets: the session, a signal to stop, ``invalidate()``, the guest's language,
+    and a task group for work the snapshot keeps running."""
 
-    __slots__ = ("_snapshot", "language", "session", "signal")
+    __slots__ = ("_snapshot", "language", "session", "signal", "tasks")
 
     def __init__(
-        self, session: Session | None, signal: AbortSignal, snapshot: _Snapshot, language: LanguageFacts
+        self,
+        session: Session | None,
+        signal: AbortSignal,
+        snapshot: _Snapshot,
+        language: LanguageFacts,
+        tasks: TaskGroup,
     ) -> None:
         self.session = session
         """The runtime's session, ``None`` for a session-free host."""
@@ -82,6 +89,10 @@ class AcquireContext:
         self.language = language
         """The language the sandbox's programs speak, so a source can name its modules and
         namespaces with names a program can use (installation refuses the others)."""
+        self.tasks = tasks
+        """The runtime's task group, for work that outlives ``acquire()`` (a connection the
+        snapshot holds): such work must end once the snapshots using it are released, as the
+        runtime waits for it when it closes."""
         self._snapshot = snapshot
 
     def invalidate(self) -> None:
@@ -204,8 +215,11 @@ class Capabilities:
         else:
             self._install(Revision(build_graph(self._static, revision=next(self._numbers), language=language), ()))
 
-    async def capture(self) -> Revision:
-        """Hold the current revision, building a new one when there is none or a snapshot went stale."""
+    async def capture(self, tasks: TaskGroup) -> Revision:
+        """Hold the current revision, building a new one when there is none or a snapshot went stale.
+
+        ``tasks`` is where sources start work their snapshots keep running (see :class:`AcquireContext`).
+        """
         while True:
             if self._closed:
                 raise RuntimeClosed("the runtime is closed; it hands out no more leases")
@@ -215,7 +229,7 @@ class Capabilities:
                 return current
             build = self._building
             if build is None:
-                return await self._build()
+                return await self._build(tasks)
             # Shared even if a source invalidates it meanwhile (the next capture rebuilds). The
             # build hands each waiter its hold before it wakes anyone, so the builder releasing
             # first cannot retire the revision under a waiter.
@@ -250,12 +264,12 @@ class Capabilities:
             await self._building.done.wait()
         _raise_all(await self._release_unused())
 
-    async def _build(self) -> Revision:
+    async def _build(self, tasks: TaskGroup) -> Revision:
         build = self._building = _Build()
         controller = AbortController()
         fresh: list[_Snapshot] = []
         try:
-            revision = await self._candidate(controller.signal, fresh)
+            revision = await self._candidate(controller.signal, tasks, fresh)
         except BaseException as exc:
             controller.abort("the capture failed")
             unwind_errors = await _release_each(reversed(fresh))
@@ -291,13 +305,13 @@ class Capabilities:
         self._alive.add(revision)
         self._current = revision
 
-    async def _candidate(self, signal: AbortSignal, fresh: list[_Snapshot]) -> Revision:
+    async def _candidate(self, signal: AbortSignal, tasks: TaskGroup, fresh: list[_Snapshot]) -> Revision:
         chosen: list[_Snapshot] = []
         count = len(self._static)
         for candidate in self._sources:
             snapshot = self._current_snapshot.get(candidate.id)
             if snapshot is None or snapshot.stale:
-                snapshot = await self._acquire(candidate, signal, fresh)
+                snapshot = await self._acquire(candidate, signal, tasks, fresh)
             count += len(snapshot.modules)
             if count > MAX_MODULES:
                 # Blame what changed: the newest snapshot taken for this candidate, if any.
@@ -314,13 +328,15 @@ class Capabilities:
             raise MyceliumSourceError(culprit, "acquire", f"its modules cannot be installed: {exc}") from exc
         return Revision(graph, tuple(chosen))
 
-    async def _acquire(self, candidate: CapabilitySource, signal: AbortSignal, fresh: list[_Snapshot]) -> _Snapshot:
+    async def _acquire(
+        self, candidate: CapabilitySource, signal: AbortSignal, tasks: TaskGroup, fresh: list[_Snapshot]
+    ) -> _Snapshot:
         """Acquire one source's snapshot; with tracing on, as one span (the source id, its version)."""
         if not _tracing.active():
-            return await self._acquire_snapshot(candidate, signal, fresh)
+            return await self._acquire_snapshot(candidate, signal, tasks, fresh)
         with _tracing.run_span("acquire", source_id=candidate.id) as span:
             try:
-                snapshot = await self._acquire_snapshot(candidate, signal, fresh)
+                snapshot = await self._acquire_snapshot(candidate, signal, tasks, fresh)
             except MyceliumSourceError:
                 _tracing.outcome(span, "failed", failed=True)
                 raise
@@ -328,11 +344,11 @@ class Capabilities:
             return snapshot
 
     async def _acquire_snapshot(
-        self, candidate: CapabilitySource, signal: AbortSignal, fresh: list[_Snapshot]
+        self, candidate: CapabilitySource, signal: AbortSignal, tasks: TaskGroup, fresh: list[_Snapshot]
     ) -> _Snapshot:
         snapshot = _Snapshot(candidate.id, next(self._orders))
         try:
-            acquired = await candidate.acquire(AcquireContext(self._session, signal, snapshot, self._language))
+            acquired = await candidate.acquire(AcquireContext(self._session, signal, snapshot, self._language, tasks))
         except Exception as exc:
             raise MyceliumSourceError(candidate.id, "acquire", f"it raised {type(exc).__name__}") from exc
         if not isinstance(acquired, Acquired) or not callable(acquired.release):

@@ -188,7 +188,7 @@ def _against_app(work: Callable[[], Awaitable[T]]) -> T:
     err = Console(stderr=True, soft_wrap=True)
     try:
         with logging_to(err, "warning"):
-            return anyio.run(work, backend="asyncio")
+            return anyio.run(work, backend="asyncio")  # the default sandbox (Monty's pool) runs on asyncio only
     except AppError as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_BAD_APP) from None

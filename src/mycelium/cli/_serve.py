@@ -117,6 +117,7 @@ def serve(
                     http=HttpOptions(host, port, token, token_source, tuple(allow_host or ())),
                     out=out,
                 ),
+                # uvicorn and the default sandbox (Monty's pool) run on asyncio only.
                 backend="asyncio",
             )
     except AppError as exc:

@@ -2,18 +2,19 @@
 
 Snapshots acquired in one task and released in others share it; it counts them, tells
 them when the server's tools changed or the session was lost, and closes once the last
-lets go, waiting for its task (and a stdio child) to end.
+lets go, waiting for its task (and a stdio child) to end. The task runs in the task group
+of the runtime that opened the session (``AcquireContext.tasks``), which waits for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 import mcp.types
+from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
 from mcp.shared.exceptions import MCPError
@@ -29,18 +30,19 @@ class _UpstreamSession:
 
     The SDK client is an async context manager holding task groups, which must be entered
     and left in one task. Snapshots are acquired in one task and released in others, so the
-    client lives in a dedicated task that enters it, waits to be told to close, and leaves
-    it. :meth:`close` always waits for that task to end, so no task or child process
-    outlives the last snapshot (or a failed or cancelled acquisition).
+    client lives in a dedicated task of ``tasks`` that enters it, waits to be told to close,
+    and leaves it. :meth:`close` always waits for that task to end, so no task or child
+    process outlives the last snapshot (or a failed or cancelled acquisition).
     """
 
-    def __init__(self, open_client: Callable[[MessageHandlerFnT], Any]) -> None:
+    def __init__(self, open_client: Callable[[MessageHandlerFnT], Any], tasks: TaskGroup) -> None:
         self._open_client = open_client
+        self._tasks = tasks
+        self._started = False
         self._scope = anyio.CancelScope()
         self._ready = anyio.Event()
         self._closing = anyio.Event()
         self._done = anyio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._client: Client | None = None
         self._error: BaseException | None = None
         self._holds = itertools.count()
@@ -55,7 +57,7 @@ class _UpstreamSession:
     @property
     def usable(self) -> bool:
         """Whether a new snapshot may use this session: not lost, not closing."""
-        return not self._lost and not self._closing.is_set() and (self._task is None or self._client is not None)
+        return not self._lost and not self._closing.is_set() and (not self._started or self._client is not None)
 
     def hold(self, invalidate: Callable[[], None]) -> int:
         """Count a snapshot in; a list change or a lost session calls its ``invalidate``."""
@@ -79,8 +81,9 @@ class _UpstreamSession:
 
     async def client(self) -> Client:
         """The initialized client, starting the owning task the first time."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="mycelium upstream MCP session")
+        if not self._started:
+            self._started = True
+            self._tasks.start_soon(self._run, name="mycelium upstream MCP session")
         await self._ready.wait()
         if self._client is None:
             raise self._error or ConnectionError("the session ended before it was initialized")
@@ -130,8 +133,7 @@ class _UpstreamSession:
     async def close(self) -> None:
         """Close the session (and end the stdio child); return once the owning task has ended."""
         self._closing.set()
-        task = self._task
-        if task is None:
+        if not self._started:
             return
         with anyio.CancelScope(shield=True):
             if self._client is None:
@@ -140,4 +142,3 @@ class _UpstreamSession:
                 await self._done.wait()
             self._scope.cancel()
             await self._done.wait()
-            await asyncio.wait({task})

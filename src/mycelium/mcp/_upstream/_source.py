@@ -122,7 +122,7 @@ class McpSource:
         async with self._lock:
             session = self._live
             if session is None or not session.usable:
-                session = self._live = _UpstreamSession(self._open)
+                session = self._live = _UpstreamSession(self._open, context.tasks)
             hold = session.hold(context.invalidate)
             try:
                 tools, server = await self._list(session, context.signal)
