@@ -25,12 +25,14 @@ from ._text import clip
 __all__ = [
     "MAX_INT_DIGITS",
     "MAX_JSON_DEPTH",
+    "DuplicateKey",
     "JsonTooLarge",
     "JsonValue",
     "NotJson",
     "check_json",
     "dumps_compact",
     "json_size",
+    "unique_keys",
 ]
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
@@ -63,6 +65,27 @@ class JsonTooLarge(NotJson):
         self.size = size
         self.limit = limit
         super().__init__(f"the value encodes to more than {limit} bytes (at least {size})")
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names ``key`` twice: Python's parser would keep the last silently."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__("an object has a duplicate key")
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook`` for text where a repeated key is an error, not a loss."""
+    mapping = dict(pairs)  # in C: the common case costs no loop in Python
+    if len(mapping) == len(pairs):
+        return mapping
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise DuplicateKey(key)
+        seen.add(key)
+    raise AssertionError("unreachable: fewer keys than pairs means one repeats")
 
 
 def check_json(value: object) -> None:

@@ -51,6 +51,7 @@ import mcp_types
 
 from .._discovery import SemanticRanker
 from .._sources import CapabilitySource
+from .._values import DuplicateKey, unique_keys
 from ..sandbox import Sandbox
 from ..sandbox.monty import MontySandbox
 from ._catalog import McpAuthority, McpCatalog, create_mcp_catalog
@@ -285,16 +286,6 @@ def parse_config(
     return enabled
 
 
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    seen: dict[str, object] = {}
-    for key, value in pairs:
-        if key in seen:
-            # json keeps the last one silently: two servers under one key would lose one unnoticed.
-            raise McpConfigError(f"the key {_shown(key)} appears twice in one object")
-        seen[key] = value
-    return seen
-
-
 def read_config(path: Path | str, *, environ: Mapping[str, str] | None = None) -> tuple[UpstreamConfig, ...]:
     """Read and validate an ``mcpServers`` JSON file; a relative ``cwd`` is relative to its folder.
 
@@ -308,7 +299,10 @@ def read_config(path: Path | str, *, environ: Mapping[str, str] | None = None) -
     except (OSError, UnicodeDecodeError) as exc:
         raise McpConfigError(f"cannot be read ({type(exc).__name__})") from None
     try:
-        document = json.loads(text, object_pairs_hook=_unique_keys)
+        document = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        # json keeps the last one silently: two servers under one key would lose one unnoticed.
+        raise McpConfigError(f"the key {_shown(exc.key)} appears twice in one object") from None
     except json.JSONDecodeError as exc:
         # The decoder's message names the position only, never the text around it.
         raise McpConfigError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None

@@ -42,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 
-from .._values import JsonValue, check_json, dumps_compact
+from .._values import JsonValue, check_json, dumps_compact, unique_keys
 from ..failures import (
     BadResponse,
     Cancelled,
@@ -424,15 +424,9 @@ def _bounded_text(data: object, max_bytes: int) -> str | None:
 
 
 def _load_json(text: str) -> object:
-    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=unique_keys)
 
 
 def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON value")
 
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    mapping = dict(pairs)
-    if len(mapping) != len(pairs):
-        raise ValueError("an object has a duplicate key")
-    return mapping

@@ -8,10 +8,10 @@ its header is checked as it is read, and a state this adapter did not write is r
 
 from __future__ import annotations
 
-import json
 from typing import NamedTuple
 
 from ..._exceptions import OperationFailed
+from ..._framing import frame, unframe
 from .._contract import Unrestorable
 from ._outcomes import _Outcome, _settled_form
 
@@ -38,30 +38,22 @@ class _Paused(NamedTuple):
     """The host failures calls settled with so far, to report one the program leaves unhandled."""
 
     def pack(self) -> bytes:
-        """The byte form: the magic, the header's length (4 bytes, big-endian), the header (JSON), Monty's snapshot."""
-        header = json.dumps(
-            {
-                "v": _STATE_VERSION,
-                "ready": list(self.ready.items()),
-                "deferred": list(self.deferred.items()),
-                "slept": self.slept,
-                "calls_made": self.calls_made,
-                "failures": [[f.module, f.operation, f.path, f.reference] for f in self.failures],
-            },
-            separators=(",", ":"),
-            allow_nan=False,
-        ).encode()
-        return _STATE_MAGIC + len(header).to_bytes(4, "big") + header + self.snapshot
+        """The byte form (see :mod:`mycelium._framing`): a JSON header, then Monty's snapshot."""
+        header = {
+            "v": _STATE_VERSION,
+            "ready": list(self.ready.items()),
+            "deferred": list(self.deferred.items()),
+            "slept": self.slept,
+            "calls_made": self.calls_made,
+            "failures": [[f.module, f.operation, f.path, f.reference] for f in self.failures],
+        }
+        return frame(_STATE_MAGIC, header, self.snapshot)
 
     @classmethod
     def unpack(cls, state: bytes) -> _Paused:
         """Read the byte form back; raise :class:`Unrestorable` for anything else."""
         try:
-            if not state.startswith(_STATE_MAGIC):
-                raise ValueError("not a paused Monty run")
-            start = len(_STATE_MAGIC) + 4
-            end = start + int.from_bytes(state[len(_STATE_MAGIC) : start], "big")
-            header = json.loads(state[start:end])
+            header, snapshot = unframe(_STATE_MAGIC, state)
             if header["v"] != _STATE_VERSION:
                 raise ValueError(f"state version {header['v']!r}")
             ready = {int(call_id): _settled_form(outcome) for call_id, outcome in header["ready"]}
@@ -74,6 +66,6 @@ class _Paused(NamedTuple):
             ]
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise Unrestorable(f"the paused run's state cannot be read: {exc}") from None
-        if not deferred or len(state) <= end:
+        if not deferred or not snapshot:
             raise Unrestorable("the paused run's state is incomplete")
-        return cls(state[end:], ready, deferred, slept, calls_made, failures)
+        return cls(snapshot, ready, deferred, slept, calls_made, failures)
