@@ -8,7 +8,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["MAX_ADMISSION_WAIT_MS", "AdmissionPolicy", "ExecutionOptions", "available_cores", "check_int"]
+__all__ = [
+    "MAX_ADMISSION_WAIT_MS",
+    "AdmissionPolicy",
+    "ExecutionOptions",
+    "available_cores",
+    "check_int",
+    "check_optional",
+]
 
 MAX_ADMISSION_WAIT_MS = 900_000
 MIN_DERIVED_CAPACITY = 2
@@ -21,6 +28,12 @@ def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None
         bounds = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
         raise ValueError(f"{name} must be an int {bounds}, got {value!r}")
     return value
+
+
+def check_optional(name: str, value: object, kind: type, what: str) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is ``None`` or a ``kind`` (``what``: "a Session")."""
+    if value is not None and not isinstance(value, kind):
+        raise ValueError(f"{name} must be {what} or None, got {type(value).__name__}")
 
 
 @dataclass(frozen=True)

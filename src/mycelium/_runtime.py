@@ -39,7 +39,7 @@ from ._graph import InstalledOperation, OperationGraph
 from ._hooks import Observer
 from ._leases import Lease, LeaseTable, host_frames
 from ._modules import Module
-from ._options import AdmissionPolicy, ExecutionOptions, available_cores, check_int
+from ._options import AdmissionPolicy, ExecutionOptions, available_cores, check_int, check_optional
 from ._shared_sandbox import SharedSandbox
 from ._signals import AbortController, AbortSignal
 from ._sources import Capabilities, CapabilitySource, Revision
@@ -108,18 +108,14 @@ class Runtime:
     ) -> None:
         if not isinstance(sandbox, Sandbox):
             raise ValueError(f"sandbox must be a mycelium.sandbox.Sandbox, got {type(sandbox).__name__}")
-        if execution is not None and not isinstance(execution, ExecutionOptions):
-            raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
-        if session is not None and not isinstance(session, Session):
-            raise ValueError(f"session must be a Session or None, got {type(session).__name__}")
+        check_optional("execution", execution, ExecutionOptions, "ExecutionOptions")
+        check_optional("session", session, Session, "a Session")
         for name, hook in (("on_operation_error", on_operation_error), ("on_sandbox_failure", on_sandbox_failure)):
             if hook is not None and not callable(hook):
                 raise ValueError(f"{name} must be callable")
-        if access is not None and not isinstance(access, Access):
-            raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
+        check_optional("access", access, Access, "an Access")
         check_ranker(semantic)
-        if suspensions is not None and not isinstance(suspensions, Suspensions):
-            raise ValueError(f"suspensions must be Suspensions or None, got {type(suspensions).__name__}")
+        check_optional("suspensions", suspensions, Suspensions, "Suspensions")
         if suspensions is not None and not sandbox.suspends:
             raise ValueError(f"suspensions need a sandbox that can resume runs; {sandbox.adapter!r} cannot")
         if isinstance(modules, Module) or not isinstance(modules, Sequence):
@@ -244,10 +240,8 @@ class Runtime:
         and :class:`MyceliumSourceError` is raised. Cancelling it aborts the sources' signal.
         """
         running = self._run_state()
-        if session is not None and not isinstance(session, Session):
-            raise ValueError(f"session must be a Session or None, got {type(session).__name__}")
-        if access is not None and not isinstance(access, Access):
-            raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
+        check_optional("session", session, Session, "a Session")
+        check_optional("access", access, Access, "an Access")
         services = running.services
         if session is not None or access is not None:
             services = dataclasses.replace(

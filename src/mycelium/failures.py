@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar, Literal, TypeAlias, Union, get_args
+from typing import ClassVar, Literal, TypeAlias, Union, dataclass_transform, get_args
 
 __all__ = [
     "MODEL_FIXABLE",
@@ -36,20 +36,25 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass_transform(frozen_default=True)
 class _FailureBase:
+    """Makes each failure class a frozen dataclass with its stable ``code``, given as a class keyword."""
+
     code: ClassVar[str]
+
+    def __init_subclass__(cls, *, code: str, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.code = code
+        dataclass(frozen=True)(cls)
 
     def to_dict(self) -> dict[str, object]:
         """The failure as a JSON-ready dict, ``code`` first."""
-        return {"code": self.code, **dataclasses.asdict(self)}
+        return {"code": self.code, **dataclasses.asdict(self)}  # type: ignore[call-overload]
 
 
-@dataclass(frozen=True)
-class SyntaxFailure(_FailureBase):
+class SyntaxFailure(_FailureBase, code="syntax"):
     """The program could not be parsed (or failed its type check)."""
 
-    code: ClassVar[str] = "syntax"
     message: str
     line: int | None = None
     column: int | None = None
@@ -57,35 +62,25 @@ class SyntaxFailure(_FailureBase):
     """True when the program parsed but failed its type check against the operations' stubs."""
 
 
-@dataclass(frozen=True)
-class GuestException(_FailureBase):
+class GuestException(_FailureBase, code="guest-exception"):
     """The program raised and did not handle it. ``traceback`` holds guest frames only."""
 
-    code: ClassVar[str] = "guest-exception"
     type_name: str
     message: str
     traceback: str | None = None
 
 
-@dataclass(frozen=True)
-class TransportLost(_FailureBase):
+class TransportLost(_FailureBase, code="transport-lost"):
     """The connection to the sandbox (a worker process) was lost mid-run."""
 
-    code: ClassVar[str] = "transport-lost"
 
-
-@dataclass(frozen=True)
-class BadResponse(_FailureBase):
+class BadResponse(_FailureBase, code="bad-response"):
     """The sandbox sent something malformed, oversized or unknown."""
 
-    code: ClassVar[str] = "bad-response"
 
-
-@dataclass(frozen=True)
-class CapabilityFailed(_FailureBase):
+class CapabilityFailed(_FailureBase, code="capability-failed"):
     """An operation failed on the host and the program did not handle it."""
 
-    code: ClassVar[str] = "capability-failed"
     module: str
     operation: str
     reference: str
@@ -93,56 +88,44 @@ class CapabilityFailed(_FailureBase):
     """The complete path the program called (``apps.bazaar.windows.open``): what the model typed."""
 
 
-@dataclass(frozen=True)
-class DeadlineExceeded(_FailureBase):
+class DeadlineExceeded(_FailureBase, code="deadline-exceeded"):
     """The run hit its deadline. ``acknowledged`` is false while backing work may still run."""
 
-    code: ClassVar[str] = "deadline-exceeded"
     timeout_ms: int
     acknowledged: bool
 
 
-@dataclass(frozen=True)
-class Cancelled(_FailureBase):
+class Cancelled(_FailureBase, code="cancelled"):
     """The caller cancelled the run. ``acknowledged`` is false while backing work may still run."""
 
-    code: ClassVar[str] = "cancelled"
     acknowledged: bool
     by: Literal["caller"] = "caller"
 
 
-@dataclass(frozen=True)
-class InvalidResult(_FailureBase):
+class InvalidResult(_FailureBase, code="invalid-result"):
     """The program's value is not JSON (a set, bytes, NaN, a cycle, an object...)."""
 
-    code: ClassVar[str] = "invalid-result"
     reason: str
 
 
-@dataclass(frozen=True)
-class ResultTooLarge(_FailureBase):
+class ResultTooLarge(_FailureBase, code="result-too-large"):
     """The program's value encodes to more than the result limit; nothing is truncated."""
 
-    code: ClassVar[str] = "result-too-large"
     size: int
     """At least this many bytes: measuring stops as soon as the limit is passed."""
     limit: int
 
 
-@dataclass(frozen=True)
-class SandboxBusy(_FailureBase):
+class SandboxBusy(_FailureBase, code="sandbox-busy"):
     """No sandbox slot opened within the admission wait; the program has not run."""
 
-    code: ClassVar[str] = "sandbox-busy"
     capacity: int
     waited_ms: int
 
 
-@dataclass(frozen=True)
-class InvalidArguments(_FailureBase):
+class InvalidArguments(_FailureBase, code="invalid-arguments"):
     """A tool call's arguments were wrong; nothing ran. ``tool`` names the tool: ``execute`` or a direct tool."""
 
-    code: ClassVar[str] = "invalid-arguments"
     message: str
     tool: str = "execute"
 
@@ -160,20 +143,15 @@ ResumeRefusal: TypeAlias = Literal[
 """Why a paused run could not resume. Nothing more of the run ran in any of these cases."""
 
 
-@dataclass(frozen=True)
-class SuspensionFailed(_FailureBase):
+class SuspensionFailed(_FailureBase, code="suspension-failed"):
     """A paused run could not resume; nothing more of it ran. ``reason`` says why."""
 
-    code: ClassVar[str] = "suspension-failed"
     suspension_id: str
     reason: ResumeRefusal
 
 
-@dataclass(frozen=True)
-class Unknown(_FailureBase):
+class Unknown(_FailureBase, code="unknown"):
     """Something failed that Mycelium does not classify; the operator evidence has the cause."""
-
-    code: ClassVar[str] = "unknown"
 
 
 MODEL_FIXABLE = frozenset(

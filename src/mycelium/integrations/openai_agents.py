@@ -88,6 +88,7 @@ from .._access import Access
 from .._context import Session
 from .._execute import EXECUTE_INPUT_SCHEMA, PreparedExecute, ToolCall, ToolResult
 from .._leases import Lease
+from .._options import check_optional
 from .._runtime import Runtime
 from ..suspensions import StoreUnavailable, Suspension
 from . import model_output
@@ -130,10 +131,8 @@ class MyceliumTools:
     def __init__(self, runtime: Runtime, *, session: Session | None = None, access: Access | None = None) -> None:
         if not isinstance(runtime, Runtime):
             raise ValueError(f"MyceliumTools needs a Runtime, got {type(runtime).__name__}")
-        if session is not None and not isinstance(session, Session):
-            raise ValueError(f"session must be a Session or None, got {type(session).__name__}")
-        if access is not None and not isinstance(access, Access):
-            raise ValueError(f"access must be an Access or None, got {type(access).__name__}")
+        check_optional("session", session, Session, "a Session")
+        check_optional("access", access, Access, "an Access")
         self._runtime = runtime
         self._session = session
         self._access = access

@@ -32,7 +32,7 @@ from .._access import Access, Grant
 from .._context import Session
 from .._discovery import SemanticRanker, check_ranker
 from .._modules import Module
-from .._options import ExecutionOptions, check_int
+from .._options import ExecutionOptions, check_int, check_optional
 from .._runtime import Runtime
 from .._shared_sandbox import SharedSandbox
 from .._sources import CapabilitySource
@@ -213,8 +213,7 @@ class McpCatalog(McpCatalogProvider):
             raise ValueError("load must be a callable taking a principal and returning an McpAuthority")
         if not isinstance(sandbox, Sandbox):
             raise ValueError(f"sandbox must be a mycelium.sandbox.Sandbox, got {type(sandbox).__name__}")
-        if execution is not None and not isinstance(execution, ExecutionOptions):
-            raise ValueError(f"execution must be ExecutionOptions or None, got {type(execution).__name__}")
+        check_optional("execution", execution, ExecutionOptions, "ExecutionOptions")
         check_ranker(semantic)
         if not isinstance(connections, ConnectionStore):
             raise ValueError(f"connections must be a ConnectionStore, got {type(connections).__name__}")
