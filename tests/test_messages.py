@@ -19,7 +19,8 @@ import pytest
 from pydantic import AfterValidator, BaseModel
 
 from mycelium import InvalidInput, Module, Operation, OperationFailed, Runtime, ToolResult, direct_tool, operation
-from mycelium._operations import SchemaViolation, operation_from_function
+from mycelium._operations import operation_from_function
+from mycelium._schemas import SchemaViolation
 from mycelium.failures import (
     BadResponse,
     CapabilityFailed,

@@ -24,7 +24,7 @@ from ._exceptions import InvalidInput, OperationFailed, ToolError
 from ._gate import AccessGate
 from ._graph import InstalledModule, InstalledOperation, OperationGraph
 from ._hooks import notify
-from ._operations import SchemaViolation
+from ._schemas import SchemaViolation
 from ._signals import AbortSignal
 from ._text import new_reference
 from ._values import JsonTooLarge, JsonValue, NotJson, json_size

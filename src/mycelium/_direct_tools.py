@@ -23,7 +23,8 @@ from ._exceptions import DefinitionError, InvalidInput, OperationFailed, ToolErr
 from ._graph import InstalledOperation, install_alone
 from ._handed_out import HandedOut
 from ._modules import check_id
-from ._operations import AccessLabel, SchemaSpec, operation
+from ._operations import AccessLabel, operation
+from ._schemas import SchemaSpec
 from ._signals import AbortController, AbortSignal
 from ._tool_calls import ToolDefinition, ToolResult, bounded_json
 from ._values import dumps_compact

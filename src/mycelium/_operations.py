@@ -1,4 +1,4 @@
-"""Operations: one typed, labelled host function, and the schemas that guard it.
+"""Operations: one typed, labelled host function, guarded by its schemas (:mod:`mycelium._schemas`).
 
 An :class:`Operation` owns its input schema (which decodes what a caller sends), its
 output schema (which encodes what the function returns), its access label and its
@@ -10,35 +10,26 @@ failure is.
 
 from __future__ import annotations
 
-import copy
-import functools
 import inspect
 import json
-import math
 import typing
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeAlias
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeAlias
 
-import anyio.to_thread
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 import pydantic
-import referencing
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field
 
 from ._context import InvocationContext
 from ._exceptions import DefinitionError
-from ._values import JsonValue, NotJson, check_json
+from ._host_calls import positional_arity, runner
+from ._schemas import AnyJson, PydanticSchema, Schema, SchemaSpec, schema_for
+from ._values import JsonValue
 
 __all__ = [
     "MAX_PHRASINGS",
     "MAX_PHRASING_CHARS",
     "AccessLabel",
     "Operation",
-    "Schema",
-    "SchemaSpec",
-    "SchemaViolation",
     "operation",
     "operation_from_function",
     "parse_labels",
@@ -46,157 +37,6 @@ __all__ = [
 ]
 
 AccessLabel: TypeAlias = Literal["read", "write"]
-SchemaSpec: TypeAlias = Any
-"""A pydantic model class, any type a pydantic ``TypeAdapter`` accepts, or a JSON Schema dict."""
-
-
-
-class SchemaViolation(Exception):
-    """A value broke a schema. ``errors`` lists one readable line per problem."""
-
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
-        super().__init__("; ".join(errors))
-
-
-class Schema(Protocol):
-    """Decodes inputs and encodes outputs for one side of an operation."""
-
-    @property
-    def json_schema(self) -> dict[str, Any]:
-        """The JSON Schema a caller sees."""
-        ...
-
-    def decode(self, value: object) -> object:
-        """Turn a JSON value into what the function receives; raise :class:`SchemaViolation` if invalid."""
-        ...
-
-    def encode(self, value: object) -> JsonValue:
-        """Turn what the function returned into a JSON value; raise :class:`SchemaViolation` if invalid."""
-        ...
-
-
-class PydanticSchema:
-    """A schema backed by a pydantic ``TypeAdapter``: it validates, then encodes in JSON mode."""
-
-    def __init__(self, type_: Any, *, side: Literal["input", "output"]) -> None:
-        try:
-            self._adapter: TypeAdapter[Any] = TypeAdapter(type_)
-            self._json_schema = self._adapter.json_schema(
-                mode="validation" if side == "input" else "serialization"
-            )
-        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
-            raise DefinitionError(f"the {side} type {type_!r} is not usable as a schema: {exc}") from exc
-
-    @property
-    def json_schema(self) -> dict[str, Any]:
-        return self._json_schema
-
-    def decode(self, value: object) -> object:
-        try:
-            return self._adapter.validate_python(value)
-        except ValidationError as exc:
-            raise SchemaViolation(_pydantic_errors(exc)) from None
-
-    def encode(self, value: object) -> JsonValue:
-        try:
-            validated = self._adapter.validate_python(value)
-        except ValidationError as exc:
-            raise SchemaViolation(_pydantic_errors(exc)) from None
-        encoded: JsonValue = self._adapter.dump_python(validated, mode="json")
-        try:
-            check_json(encoded)  # JSON mode still lets NaN and infinities through
-        except NotJson as exc:
-            raise SchemaViolation([str(exc)]) from None
-        return encoded
-
-
-class JsonSchema:
-    """A raw JSON Schema, checked with ``jsonschema``. It validates and never transforms."""
-
-    def __init__(self, schema: Mapping[str, Any], *, side: Literal["input", "output"]) -> None:
-        # A private copy: a host that mutates its dict later must not change the operation.
-        private: dict[str, Any] = copy.deepcopy(dict(schema))
-        validator_class = jsonschema.validators.validator_for(private)
-        try:
-            validator_class.check_schema(private)
-        except jsonschema.exceptions.SchemaError as exc:
-            raise DefinitionError(f"the {side} JSON Schema is invalid: {exc.message}") from exc
-        self._json_schema = private
-        # The validator keeps a copy of its own: editing the schema a caller reads changes nothing enforced.
-        # An empty registry resolves references inside the schema only: a `$ref` naming a URL is refused,
-        # never fetched (jsonschema would otherwise download it, on the event loop, wherever it points).
-        self._validator = validator_class(copy.deepcopy(private), registry=referencing.Registry())
-
-    @property
-    def json_schema(self) -> dict[str, Any]:
-        return self._json_schema
-
-    def decode(self, value: object) -> object:
-        self._check(value)
-        return value
-
-    def encode(self, value: object) -> JsonValue:
-        self._check(value)
-        return value  # type: ignore[return-value]  # _check proved it is JSON
-
-    def _check(self, value: object) -> None:
-        try:
-            check_json(value)
-        except NotJson as exc:
-            raise SchemaViolation([str(exc)]) from None
-        found = self._validator.iter_errors(value)  # type: ignore[arg-type]  # check_json proved it is JSON
-        errors = sorted(found, key=lambda error: list(map(str, error.path)))
-        if errors:
-            raise SchemaViolation([f"{_location(error.path)}: {error.message}" for error in errors])
-
-
-class EmptyObject:
-    """The schema of an absent input: an object with no keys. Decodes to ``{}``."""
-
-    @property
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "object", "properties": {}, "additionalProperties": False}
-
-    def decode(self, value: object) -> object:
-        if type(value) is not dict:
-            raise SchemaViolation([f"(value): expected an object with no keys, got {type(value).__name__}"])
-        if value:
-            raise SchemaViolation([f"{key}: this operation takes no input" for key in value])
-        return {}
-
-    def encode(self, value: object) -> JsonValue:
-        self.decode(value)
-        return {}
-
-
-class AnyJson:
-    """The schema of an absent output: any JSON value, passed through unchanged."""
-
-    @property
-    def json_schema(self) -> dict[str, Any]:
-        return {}
-
-    def decode(self, value: object) -> object:
-        return self.encode(value)
-
-    def encode(self, value: object) -> JsonValue:
-        try:
-            check_json(value)
-        except NotJson as exc:
-            raise SchemaViolation([str(exc)]) from None
-        return value  # type: ignore[return-value]  # check_json proved it is JSON
-
-
-def schema_for(spec: SchemaSpec, *, side: Literal["input", "output"]) -> Schema:
-    """Build the schema for an ``input=`` or ``output=`` argument (``None`` means the default)."""
-    if spec is None:
-        return EmptyObject() if side == "input" else AnyJson()
-    if isinstance(spec, Mapping):
-        return JsonSchema(spec, side=side)
-    return PydanticSchema(spec, side=side)
-
-
 _Invoke: TypeAlias = Callable[[object, InvocationContext], Awaitable[object]]
 _IMMUTABLE = (
     "cannot change {name!r}: an Operation is immutable (its labels are facts fixed when it is defined); "
@@ -363,8 +203,8 @@ def operation(
     if description is not None and not isinstance(description, str):
         raise DefinitionError(f"description must be a string, got {description!r}")
     _check_unicode(description, "description")
-    arity = _positional_arity(execute)
-    run = _runner(execute)
+    arity = positional_arity(execute)
+    run = runner(execute)
 
     async def invoke(decoded: object, context: InvocationContext) -> object:
         return await run(*(decoded, context)[:arity])
@@ -428,7 +268,7 @@ def operation_from_function(
         )
     except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError) as exc:
         raise DefinitionError(f"{where}: parameters are not usable as an input schema: {exc}") from exc
-    run = _runner(fn)
+    run = runner(fn)
 
     async def invoke(decoded: object, context: InvocationContext) -> object:
         arguments = {name: getattr(decoded, internal) for internal, name in argument_names.items()}
@@ -449,123 +289,8 @@ def operation_from_function(
     )
 
 
-def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[object]]:
-    """Adapt ``fn`` to an async callable; a sync ``fn`` runs in a worker thread."""
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
-
-        async def run_async(*args: object, **kwargs: object) -> object:
-            result: object = await fn(*args, **kwargs)
-            return result
-
-        return run_async
-
-    async def run_sync(*args: object, **kwargs: object) -> object:
-        result = await _in_thread(functools.partial(fn, *args, **kwargs))
-        # A sync callable may still hand back an awaitable (a lambda wrapping a coroutine).
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-    return run_sync
-
-
-async def _in_thread(call: Callable[[], object]) -> object:
-    """Run ``call`` in a worker thread (within anyio's thread limiter); settle only when the thread has.
-
-    Python cannot stop a thread. A call cancelled while it waits for a thread never runs;
-    once its thread has started, a cancelled call keeps waiting until the thread returns,
-    and is cancelled then. So whoever waits for the call (a sandbox run, and so its slot
-    and the runtime's close) waits for the real work, and the thread keeps its limiter
-    token until it is done. Operations stop early by polling ``ctx.signal``.
-
-    The token is taken here, where waiting for it is cancellable; the thread is awaited by a
-    child task, which a cancellation of this task (an anyio scope, or asyncio's own
-    ``task.cancel()``) reaches only through its task group, where anyio holds it until the
-    thread is done.
-    """
-    returned: list[object] = []
-    raised: list[Exception] = []
-
-    async def run() -> None:
-        try:
-            # The thread runs on the token this call already holds: its own limiter never waits.
-            returned.append(await anyio.to_thread.run_sync(call, limiter=anyio.CapacityLimiter(math.inf)))
-        except Exception as exc:  # raised below, as the call's own, not in an exception group
-            raised.append(exc)
-
-    async with anyio.to_thread.current_default_thread_limiter(), anyio.create_task_group() as group:
-        group.start_soon(run)
-    if raised:
-        raise raised[0]
-    return returned[0]
-
-
-def _positional_arity(fn: Callable[..., Any]) -> int:
-    """How many of ``(input, ctx)`` to pass to an explicit ``execute`` callable."""
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return 1
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
-        return 2
-    required = [p for p in positional if p.default is p.empty]
-    required_keyword_only = [p for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
-    if len(required) > 2 or required_keyword_only:
-        raise DefinitionError(
-            f"execute must take (input) or (input, ctx); {getattr(fn, '__qualname__', fn)!r} "
-            f"requires {', '.join(p.name for p in [*required, *required_keyword_only])}"
-        )
-    return min(len(positional), 2)
-
-
 def _first_paragraph(doc: str | None) -> str | None:
     if not doc:
         return None
     paragraph = doc.strip().split("\n\n", 1)[0]
     return " ".join(paragraph.split()) or None
-
-
-def _location(path: typing.Iterable[object]) -> str:
-    parts = [str(part) for part in path]
-    return ".".join(parts) if parts else "(value)"
-
-
-# Pydantic's messages for these name the class they expected: the input model generated for
-# a decorated function (``InvoicesTotalInput``) or a host type, neither of which a caller
-# ever saw. At the root they all mean the call had the wrong shape.
-_OBJECT_ERRORS = frozenset(
-    {"model_type", "model_attributes_type", "dataclass_type", "dataclass_exact_type", "dict_type", "mapping_type"}
-)
-_NESTED_OBJECT = "Input should be an object (a mapping of field names to values)"
-_CLASS_NAMING_ERRORS = {
-    "model_type": _NESTED_OBJECT,
-    "dataclass_type": _NESTED_OBJECT,
-    "dataclass_exact_type": _NESTED_OBJECT,
-    "is_instance_of": "Input is not of the type this field takes",
-}
-
-
-def _pydantic_errors(exc: ValidationError) -> list[str]:
-    """One line per error, located by the names a caller types (aliases, never internal field names).
-
-    A union adds the member it tried to the location; pydantic spells a wrapped member as
-    its schema (``function-after[_check(), int]``), which names host functions: those
-    segments are left out.
-    """
-    return [
-        f"{_location(part for part in error['loc'] if not _is_schema_spelling(part))}: {_pydantic_message(error)}"
-        for error in exc.errors(include_url=False, include_input=True, include_context=False)
-    ]
-
-
-def _is_schema_spelling(part: object) -> bool:
-    return isinstance(part, str) and "[" in part and part.endswith("]")
-
-
-def _pydantic_message(error: Mapping[str, Any]) -> str:
-    if not error["loc"] and error["type"] in _OBJECT_ERRORS:
-        got = "None" if error["input"] is None else type(error["input"]).__name__
-        return f"the input must be named arguments, got {got}: call it with keyword arguments or one mapping"
-    message: str = _CLASS_NAMING_ERRORS.get(error["type"], error["msg"])
-    return message
