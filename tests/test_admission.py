@@ -30,7 +30,7 @@ from mycelium import (
 )
 from mycelium.failures import Cancelled, DeadlineExceeded, SandboxBusy
 from mycelium.sandbox import Sandbox, SandboxRequest
-from probes import Probe, ProbeSandbox, honour, instant, works_for
+from tests.support.probes import Probe, ProbeSandbox, honour, instant, works_for
 
 
 class Pending:

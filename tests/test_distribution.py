@@ -12,8 +12,7 @@ import pytest
 
 import mycelium
 from mycelium._distribution import DISTRIBUTION
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def fake_distribution(folder: Path, name: str, *, record: str | None = None, top_level: str | None = None) -> Path:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
-RUNNER = Path(__file__).resolve().parent / "docs_page.py"
+RUNNER = ROOT / "tests" / "support" / "docs_page.py"
 _LINK = re.compile(r"\]\(([^)#\s]+\.md)(#[^)]*)?\)")
 
 

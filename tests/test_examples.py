@@ -16,8 +16,7 @@ import pytest
 from mycelium import Access, Runtime, ToolResult
 from mycelium.mcp import Member
 from mycelium.sandbox.monty import MontySandbox
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from tests.support.paths import EXAMPLES
 
 
 def output_of(example: str) -> str:
@@ -74,7 +73,7 @@ def test_computer_source_example_keeps_computer_a_for_the_first_lease() -> None:
     ]
 
 
-# -- the notes app (examples/notes_app.py), served by `mycelium serve`; see also tests/test_cli.py --
+# -- the notes app (examples/notes_app.py), served by `mycelium serve`; see also tests/cli/test_serve.py --
 
 
 @pytest.fixture(scope="module")

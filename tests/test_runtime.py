@@ -26,7 +26,7 @@ from mycelium import (
     source,
 )
 from mycelium.testing import RejectingSandbox, direct_sandbox, rejecting_sandbox
-from probes import Probe, ProbeSandbox, closing, ignore
+from tests.support.probes import Probe, ProbeSandbox, closing, ignore
 
 
 def demo_module() -> Module:

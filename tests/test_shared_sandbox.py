@@ -7,7 +7,7 @@ import pytest
 
 from mycelium import Access, ExecutionOptions, InvocationContext, Module, Runtime, Session, SharedSandbox
 from mycelium.testing import direct_sandbox
-from probes import Probe, ProbeSandbox, instant
+from tests.support.probes import Probe, ProbeSandbox, instant
 
 
 class ClosingProbeSandbox(ProbeSandbox):

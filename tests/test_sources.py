@@ -22,7 +22,7 @@ from mycelium._sources import (
     source,
 )
 from mycelium.testing import direct_sandbox, rejecting_sandbox
-from probes import closing
+from tests.support.probes import closing
 
 # --------------------------------------------------------------------------- helpers
 

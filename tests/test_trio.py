@@ -27,7 +27,7 @@ from mycelium import (
 )
 from mycelium.failures import DeadlineExceeded
 from mycelium.testing import direct_sandbox
-from probes import Probe, ProbeSandbox, ignore
+from tests.support.probes import Probe, ProbeSandbox, ignore
 
 
 @pytest.fixture

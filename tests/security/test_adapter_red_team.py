@@ -39,20 +39,20 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from frameworks.scenario import App, hosted
-from frameworks.test_langchain import CONFIG, ask
-from frameworks.test_langchain import ScriptedModel as ScriptedChatModel
-from frameworks.test_langchain import answer as approve_the_interrupt
-from frameworks.test_openai_agents import ScriptedModel as ScriptedOpenAIModel
-from frameworks.test_openai_agents import _call, _response, agent_for
 from mycelium import Acquired, MemorySuspensions, Runtime, Session, StoredSuspension, source
 from mycelium._sources import AcquireContext
 from mycelium.integrations.langchain import mycelium_tool
 from mycelium.integrations.openai_agents import MyceliumTools
 from mycelium.integrations.pydantic_ai import MyceliumToolset
 from mycelium.sandbox.monty import MontySandbox
-from suspend_worker import Crm
-from suspend_worker import host as crm_host
+from tests.integrations.scenario import App, hosted
+from tests.integrations.test_langchain import CONFIG, ask
+from tests.integrations.test_langchain import ScriptedModel as ScriptedChatModel
+from tests.integrations.test_langchain import answer as approve_the_interrupt
+from tests.integrations.test_openai_agents import ScriptedModel as ScriptedOpenAIModel
+from tests.integrations.test_openai_agents import _call, _response, agent_for
+from tests.support.suspend_worker import Crm
+from tests.support.suspend_worker import host as crm_host
 
 TWO_DELETES = """
 a = await crm.create(title="a")

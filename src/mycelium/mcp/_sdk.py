@@ -8,7 +8,7 @@ so they are used here only, each function saying which one and why, and importin
 module fails at once, naming the versions or the missing part, when the installed SDK is
 another release or lacks one of them: a clear ImportError now rather than an
 AttributeError in the middle of a request. Moving to another release: run
-``tests/serving/test_sdk.py`` against it (one test a private part), then change both pins.
+``tests/mcp/test_sdk.py`` against it (one test a private part), then change both pins.
 """
 
 from __future__ import annotations

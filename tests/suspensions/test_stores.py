@@ -1,0 +1,324 @@
+"""The suspension store contract, held by every store: memory, SQLite and a real PostgreSQL (pgserver).
+
+A store keeps sealed records it never reads; what it owes the runtime is atomicity: one
+decision per suspension, one claim per suspension (also across processes), and a bound
+per session that concurrent puts cannot pass. Processes race on a start line written to
+their stdin once each has connected, never on sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mycelium.suspensions import (
+    MemorySuspensions,
+    PostgresSuspensions,
+    SqliteSuspensions,
+    StoredSuspension,
+    SuspensionLimitReached,
+    SuspensionStore,
+)
+from mycelium.suspensions._store import MAX_FOUND
+from tests.support.paths import ROOT, worker
+from tests.support.racing import race
+from tests.support.store_worker import encode, open_store
+
+WORKER = worker("store_worker")
+EXPIRED = -1.0  # seconds from now
+
+
+def suspension(
+    suspension_id: str = "s-1",
+    *,
+    session: str | None = "session-1",
+    call: str | None = "call-1",
+    expires_in: float = 3600.0,
+    record: bytes = b"sealed",
+) -> StoredSuspension:
+    return StoredSuspension(suspension_id, session, call, time.time() + expires_in, record)
+
+
+def describe(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """How to reach one shared store, for this process and for a worker process."""
+    if kind == "sqlite":
+        return {"kind": "sqlite", "path": str(tmp_path / "suspensions.sqlite")}
+    uri = request.getfixturevalue("postgres_uri")  # only PostgreSQL tests start the server
+    return {"kind": "postgres", "dsn": uri, "table": request.getfixturevalue("postgres_table")}
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SuspensionStore]:
+    made = MemorySuspensions() if request.param == "memory" else open_store(describe(request.param, request, tmp_path))
+    yield made
+    await made.aclose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """A store other processes can open too."""
+    return describe(request.param, request, tmp_path)
+
+
+async def test_every_store_meets_the_protocol(store: SuspensionStore) -> None:
+    assert isinstance(store, SuspensionStore)
+
+
+async def test_a_stored_suspension_reads_back_as_it_was_stored(store: SuspensionStore) -> None:
+    with_call = suspension("with-call")
+    bare = suspension("bare", session=None, call=None)
+    await store.put(with_call, max_per_session=5)
+    await store.put(bare, max_per_session=5)
+    assert await store.get("with-call") == with_call
+    assert await store.get("bare") == bare
+    assert await store.get("absent") is None
+
+
+@pytest.mark.parametrize("record", [b"", b"\x00", bytes(range(256))])
+async def test_the_store_keeps_records_and_decisions_byte_for_byte(store: SuspensionStore, record: bytes) -> None:
+    stored = suspension(record=record)
+    await store.put(stored, max_per_session=5)
+    assert await store.decide(stored.id, record + b"\x00", now=time.time())
+    taken = await store.claim(stored.id, now=time.time())
+    assert taken is not None
+    assert (taken.record, taken.decision) == (record, record + b"\x00")
+
+
+async def test_a_claim_returns_the_suspension_and_removes_it(store: SuspensionStore) -> None:
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
+    assert await store.claim(stored.id, now=time.time()) == stored
+    assert await store.claim(stored.id, now=time.time()) is None
+    assert await store.get(stored.id) is None
+    assert await store.find("session-1", "call-1") == []
+
+
+async def test_an_expired_suspension_is_never_claimed_but_still_found_until_purged(store: SuspensionStore) -> None:
+    expired = suspension("expired", expires_in=EXPIRED)
+    await store.put(expired, max_per_session=5)
+    assert await store.get("expired") == expired  # get still reports it
+    assert await store.find("session-1", "call-1") == [expired]  # so a replay of its call is refused, not rerun
+    assert await store.claim("expired", now=time.time()) is None
+    await store.purge_expired(now=time.time())
+    assert await store.find("session-1", "call-1") == []
+
+
+async def test_a_suspension_expires_at_its_expiry_time(store: SuspensionStore) -> None:
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
+    assert await store.claim(stored.id, now=stored.expires_at) is None
+    assert not await store.decide(stored.id, b"yes", now=stored.expires_at)
+    assert await store.claim(stored.id, now=stored.expires_at - 1) == stored
+
+
+async def test_find_gives_the_suspensions_of_one_call_newest_first(store: SuspensionStore) -> None:
+    for stored in (
+        suspension("expired", expires_in=EXPIRED),
+        suspension("older"),
+        suspension("newer"),
+        suspension("other-call", call="call-2"),
+        suspension("other-session", session="session-2"),
+    ):
+        await store.put(stored, max_per_session=5)
+    assert [found.id for found in await store.find("session-1", "call-1")] == ["newer", "older", "expired"]
+    await store.claim("newer", now=time.time())
+    assert [found.id for found in await store.find("session-1", "call-1")] == ["older", "expired"]
+    assert await store.find("session-3", "call-1") == []
+
+
+async def test_find_gives_at_most_max_found(store: SuspensionStore) -> None:
+    for number in range(MAX_FOUND + 3):
+        await store.put(suspension(f"s{number:02}"), max_per_session=MAX_FOUND + 3)
+    found = await store.find("session-1", "call-1")
+    assert [stored.id for stored in found] == [f"s{number:02}" for number in range(MAX_FOUND + 2, 2, -1)]
+
+
+async def test_no_session_is_apart_from_every_real_session(store: SuspensionStore) -> None:
+    await store.put(suspension("none", session=None), max_per_session=1)
+    await store.put(suspension("real", session="None"), max_per_session=1)  # not full: the other is sessionless
+    with pytest.raises(SuspensionLimitReached):
+        await store.put(suspension("none-2", session=None), max_per_session=1)
+    assert [(found.id, found.session_id) for found in await store.find(None, "call-1")] == [("none", None)]
+    assert [found.id for found in await store.find("None", "call-1")] == ["real"]
+
+
+async def test_a_suspension_is_decided_once(store: SuspensionStore) -> None:
+    await store.put(suspension(), max_per_session=5)
+    assert await store.decide("s-1", b"approved", now=time.time())
+    assert not await store.decide("s-1", b"declined", now=time.time())
+    taken = await store.claim("s-1", now=time.time())
+    assert taken is not None
+    assert taken.decision == b"approved"
+
+
+async def test_an_expired_or_absent_suspension_is_not_decided(store: SuspensionStore) -> None:
+    await store.put(suspension("expired", expires_in=EXPIRED), max_per_session=5)
+    assert not await store.decide("expired", b"approved", now=time.time())
+    assert not await store.decide("absent", b"approved", now=time.time())
+    expired = await store.get("expired")
+    assert expired is not None
+    assert expired.decision is None
+
+
+async def test_purge_removes_and_counts_only_expired_suspensions(store: SuspensionStore) -> None:
+    now = time.time()
+    for suspension_id, expires_at in (("long-gone", now - 10), ("just-gone", now), ("kept", now + 10)):
+        await store.put(StoredSuspension(suspension_id, "session-1", None, expires_at, b"r"), max_per_session=5)
+    assert await store.purge_expired(now=now) == 2
+    assert [await store.get(name) is not None for name in ("long-gone", "just-gone", "kept")] == [False, False, True]
+    assert await store.purge_expired(now=now) == 0
+
+
+async def test_a_full_session_refuses_the_next_suspension_and_stores_nothing(store: SuspensionStore) -> None:
+    for number in range(3):
+        await store.put(suspension(f"s-{number}"), max_per_session=3)
+    with pytest.raises(SuspensionLimitReached):
+        await store.put(suspension("s-3"), max_per_session=3)
+    assert await store.get("s-3") is None
+    await store.put(suspension("elsewhere", session="session-2"), max_per_session=3)  # other sessions unaffected
+    await store.claim("s-0", now=time.time())
+    await store.put(suspension("s-3"), max_per_session=3)  # a claim makes room
+
+
+async def test_expired_suspensions_do_not_count_against_the_bound(store: SuspensionStore) -> None:
+    for number in range(2):
+        await store.put(suspension(f"expired-{number}", expires_in=EXPIRED), max_per_session=2)
+    await store.put(suspension("live-0"), max_per_session=2)
+    await store.put(suspension("live-1"), max_per_session=2)
+    with pytest.raises(SuspensionLimitReached):
+        await store.put(suspension("live-2"), max_per_session=2)
+
+
+async def test_an_id_already_stored_is_refused(store: SuspensionStore) -> None:
+    first = suspension("same")
+    await store.put(first, max_per_session=5)
+    with pytest.raises(ValueError, match="same"):
+        await store.put(suspension("same", session="session-2", record=b"other"), max_per_session=5)
+    assert await store.get("same") == first
+
+
+async def test_of_twenty_concurrent_claims_of_one_suspension_exactly_one_wins(store: SuspensionStore) -> None:
+    await store.put(suspension(), max_per_session=5)
+    taken: list[StoredSuspension | None] = []
+
+    async def claim() -> None:
+        taken.append(await store.claim("s-1", now=time.time()))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(20):
+            group.start_soon(claim)
+    assert len(taken) == 20
+    assert sum(result is not None for result in taken) == 1
+
+
+async def test_closing_a_store_twice_is_harmless(store: SuspensionStore) -> None:
+    await store.aclose()
+    await store.aclose()
+
+
+async def test_a_closed_store_refuses_to_be_used(shared: dict[str, str]) -> None:
+    store = open_store(shared)
+    await store.get("s-1")
+    await store.aclose()
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.get("s-1")
+
+
+async def claim_in_two_processes(shared: dict[str, str], ids: list[str]) -> list[list[str]]:
+    """The ids each of two worker processes won when both claimed all of them at once."""
+    return await race([*WORKER, "claim", json.dumps(shared), *ids], cwd=ROOT)
+
+
+async def test_two_processes_claiming_the_same_suspensions_win_each_exactly_once(shared: dict[str, str]) -> None:
+    ids = [f"s-{number}" for number in range(50)]
+    async with aclosing(open_store(shared)) as store:
+        for suspension_id in ids:
+            await store.put(suspension(suspension_id), max_per_session=50)
+        first, second = await claim_in_two_processes(shared, ids)
+        assert sorted(first + second) == sorted(ids)
+        assert [await store.get(suspension_id) for suspension_id in ids] == [None] * 50
+
+
+async def test_a_suspension_stored_by_one_process_is_read_by_another(shared: dict[str, str]) -> None:
+    stored = suspension(session=None, record=b"\x00sealed\xff")
+    await anyio.run_process([*WORKER, "put", json.dumps(shared), encode(stored)], stderr=None, cwd=ROOT)
+    async with aclosing(open_store(shared)) as store:
+        assert await store.get(stored.id) == stored
+        assert await store.find(None, "call-1") == [stored]
+
+
+async def test_puts_racing_from_two_stores_never_pass_the_bound(shared: dict[str, str]) -> None:
+    refused = 0
+
+    async def put(store: SuspensionStore, suspension_id: str) -> None:
+        nonlocal refused
+        try:
+            await store.put(suspension(suspension_id), max_per_session=5)
+        except SuspensionLimitReached:
+            refused += 1
+
+    # Two stores are two connections (two pools): their first use also races to make the table.
+    async with aclosing(open_store(shared)) as first, aclosing(open_store(shared)) as second:
+        ids = [f"s-{number}" for number in range(20)]
+        async with anyio.create_task_group() as group:
+            for number, suspension_id in enumerate(ids):
+                group.start_soon(put, (first, second)[number % 2], suspension_id)
+        assert refused == 15
+        assert sum([await first.get(suspension_id) is not None for suspension_id in ids]) == 5
+
+
+def test_a_sqlite_store_names_a_folder_that_does_not_exist(tmp_path: Path) -> None:
+    path = tmp_path / "missing" / "suspensions.sqlite"
+    with pytest.raises(ValueError, match=re.escape(str(path))):
+        SqliteSuspensions(path)
+
+
+async def test_a_sqlite_file_is_made_on_first_use(tmp_path: Path) -> None:
+    path = tmp_path / "suspensions.sqlite"
+    async with aclosing(SqliteSuspensions(path)) as store:
+        assert not path.exists()
+        await store.put(suspension(), max_per_session=1)
+    assert path.exists()
+
+
+@pytest.mark.parametrize("table", ["", "Suspensions", "s; DROP TABLE x", "public.s", '"s"', "1s", "s" * 49])
+def test_a_postgres_table_must_be_a_plain_identifier(table: str) -> None:
+    with pytest.raises(ValueError, match="plain"):
+        PostgresSuspensions("postgresql://unused", table=table)
+
+
+async def test_a_pool_given_to_the_postgres_store_stays_the_callers(postgres_uri: str, postgres_table: str) -> None:
+    import asyncpg
+
+    pool = await asyncpg.create_pool(postgres_uri, min_size=1, max_size=2)
+    try:
+        store = PostgresSuspensions(pool=pool, table=postgres_table)
+        await store.put(suspension(), max_per_session=1)
+        await store.aclose()
+        assert await pool.fetchval(f"SELECT count(*) FROM {postgres_table}") == 1
+    finally:
+        await pool.close()
+
+
+def test_the_postgres_store_imports_without_asyncpg_and_says_how_to_install_it() -> None:
+    script = """
+import sys
+sys.modules["asyncpg"] = None  # as if it were not installed
+import anyio
+from mycelium.suspensions import PostgresSuspensions
+try:
+    anyio.run(PostgresSuspensions("postgresql://unused").get, "s-1")
+except ImportError as error:
+    print(error)
+"""
+    finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert "pip install 'mycelium-codemode[postgres]'" in finished.stdout
