@@ -49,7 +49,6 @@ def make_source(index: int):  # type: ignore[no-untyped-def]
     return source(id=f"source-{index:03d}", acquire=acquire)
 
 
-
 def report(name: str, samples: list[float], unit: str, target: float) -> None:
     median = statistics.median(samples)
     print(

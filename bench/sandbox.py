@@ -42,7 +42,6 @@ async def bare_ping() -> dict[str, str]:
     return {"value": "pong"}
 
 
-
 async def measure(
     first: Callable[[], Awaitable[object]], second: Callable[[], Awaitable[object]], runs: int
 ) -> tuple[list[float], list[float]]:
@@ -88,9 +87,7 @@ async def main(runs: int, seconds: float) -> None:
 
             return run
 
-        runtime = Runtime(
-            modules=[demo], sandbox=MontySandbox(), execution=ExecutionOptions(sandbox_capacity=16)
-        )
+        runtime = Runtime(modules=[demo], sandbox=MontySandbox(), execution=ExecutionOptions(sandbox_capacity=16))
         async with runtime, runtime.lease() as lease:
 
             def ours(code: str) -> Callable[[], Awaitable[object]]:

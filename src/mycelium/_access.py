@@ -67,6 +67,7 @@ SessionGrants: TypeAlias = Callable[[], "Mapping[str, Grant] | Awaitable[Mapping
 
 _GRANTS: frozenset[str] = frozenset({"write", "read", "none"})
 
+
 @dataclass(frozen=True)
 class AccessRefusal:
     """A call the host's access decisions refused. It is a result, not an exception."""

@@ -94,14 +94,14 @@ class GatedTool(HandedOut):
         max_result_bytes: int,
         hold: Callable[[], AbstractContextManager[None]],
     ) -> GatedTool:
-        gated = cls.__new__(cls)
-        gated.definition = tool.definition
-        gated._target = tool.target
-        gated._invoker = invoker
-        gated._session_id = session_id
-        gated._max_result_bytes = max_result_bytes
-        gated._hold = hold
-        return gated
+        return cls._made(
+            definition=tool.definition,
+            _target=tool.target,
+            _invoker=invoker,
+            _session_id=session_id,
+            _max_result_bytes=max_result_bytes,
+            _hold=hold,
+        )
 
     async def call(
         self, arguments: Mapping[str, object] | str, tool_call_id: str | None = None, signal: AbortSignal | None = None

@@ -44,7 +44,6 @@ _DIRECT_TOOL_READ_ONLY = (
 )
 
 
-
 class AccessGate:
     """Decides, call by call, whether an operation may run."""
 

@@ -90,9 +90,7 @@ class OperationGraph:
         return f"<OperationGraph revision={self.revision} modules={len(self.modules)}>"
 
 
-def build_graph(
-    modules: Sequence[Module], *, revision: int, language: LanguageFacts = _ANY_LANGUAGE
-) -> OperationGraph:
+def build_graph(modules: Sequence[Module], *, revision: int, language: LanguageFacts = _ANY_LANGUAGE) -> OperationGraph:
     """Install ``modules`` as one graph, or raise :class:`DefinitionError` naming the culprit.
 
     Refuses duplicate module ids, more than :data:`MAX_MODULES` modules, any key or path

@@ -2,12 +2,12 @@
 
 They hold the runtime's private records; made any other way they would hold none, so
 constructing one is refused with a ``TypeError`` that says where to get it. The library
-makes them with ``cls.__new__(cls)`` in a typed classmethod of each class.
+makes them through :meth:`HandedOut._made`, from a typed classmethod of each class.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Self
 
 __all__ = ["HandedOut"]
 
@@ -21,3 +21,11 @@ class HandedOut:
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError(f"{type(self).__name__} cannot be constructed; get one from {self._handed_out_by}")
+
+    @classmethod
+    def _made(cls, **fields: object) -> Self:
+        """One made by the library, its attributes set from ``fields`` (no ``__init__`` runs)."""
+        made = cls.__new__(cls)
+        for name, value in fields.items():
+            setattr(made, name, value)
+        return made

@@ -88,5 +88,3 @@ def positional_arity(fn: Callable[..., Any]) -> int:
             f"requires {', '.join(p.name for p in [*required, *required_keyword_only])}"
         )
     return min(len(positional), 2)
-
-

@@ -38,7 +38,6 @@ SchemaSpec: TypeAlias = Any
 """A pydantic model class, any type a pydantic ``TypeAdapter`` accepts, or a JSON Schema dict."""
 
 
-
 class SchemaViolation(Exception):
     """A value broke a schema. ``errors`` lists one readable line per problem."""
 
@@ -70,9 +69,7 @@ class PydanticSchema:
     def __init__(self, type_: Any, *, side: Literal["input", "output"]) -> None:
         try:
             self._adapter: TypeAdapter[Any] = TypeAdapter(type_)
-            self._json_schema = self._adapter.json_schema(
-                mode="validation" if side == "input" else "serialization"
-            )
+            self._json_schema = self._adapter.json_schema(mode="validation" if side == "input" else "serialization")
         except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
             raise DefinitionError(f"the {side} type {type_!r} is not usable as a schema: {exc}") from exc
 

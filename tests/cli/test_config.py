@@ -13,12 +13,12 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import Result
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 from typer.testing import CliRunner
 
-from mcp import Client
 from mycelium.cli import cli
 from mycelium.mcp._config import McpConfigError, UpstreamConfig, parse_config, read_config
 from tests.cli.test_serve import connected, server_env, serving, text_of
@@ -211,7 +211,7 @@ def test_a_bad_config_is_one_line_naming_the_file_and_field_with_exit_code_2_and
 
 
 def tally_config(folder: Path, *, beside: dict[str, object] | None = None, **options: object) -> Path:
-    """A config naming the tally server (tests/support/apps), with a secret in its env and a cwd relative to the file."""
+    """A config naming the tally server (tests/support/apps), a secret in its env and a cwd relative to the file."""
     (folder / "work").mkdir(parents=True, exist_ok=True)
     config = folder / "mcp.json"
     entry = {"command": sys.executable, "args": [TALLY_SERVER], "env": {"TALLY_TOKEN": SECRET}, "cwd": "work"}
@@ -364,9 +364,7 @@ async def test_exec_config_reaches_an_http_upstream_with_its_headers_from_the_en
         assert wrong.encode() not in run.stdout + run.stderr
 
 
-FILESYSTEM_SERVER = (
-    ROOT / ".thirdparty" / "node_modules" / ".bin" / "mcp-server-filesystem"
-)
+FILESYSTEM_SERVER = ROOT / ".thirdparty" / "node_modules" / ".bin" / "mcp-server-filesystem"
 
 FILES_PROGRAM = """
 import asyncio

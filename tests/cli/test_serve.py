@@ -20,11 +20,11 @@ import mcp_types
 import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from typer.testing import CliRunner
 
-from mcp import Client
 from mycelium.cli import cli
 from mycelium.cli._apps import AppError, load_catalog, parse_app
 from mycelium.mcp import McpCatalog

@@ -15,10 +15,10 @@ from typing import Any
 
 import anyio
 import httpx2
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
-from mcp import Client
 from mycelium import ExecutionOptions, Module
 from mycelium._access import Grant
 from mycelium._discovery import SemanticRanker

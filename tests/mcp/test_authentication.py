@@ -18,9 +18,9 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp import Client
 from mycelium import Module
 from mycelium.mcp import PROTOCOL_VERSION, Admitted, McpAuthority, Refused, create_mcp, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox

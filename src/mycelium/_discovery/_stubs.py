@@ -95,7 +95,7 @@ class StubRenderer:
             paragraphs.append("\n".join(f"{name}: {text}" for name, text in documented))
         paragraphs.append(f"Access: {labels}.")
         body = _docstring("\n\n".join(paragraphs)).replace("\n", "\n    ").replace("\n    \n", "\n\n")
-        return f"# {target.path}\nasync def {leaf}({parameters}) -> {output}:\n    \"\"\"{body}\n    \"\"\"\n"
+        return f'# {target.path}\nasync def {leaf}({parameters}) -> {output}:\n    """{body}\n    """\n'
 
     def declarations(self) -> str:
         """Every type the rendered operations use, in first-use order."""

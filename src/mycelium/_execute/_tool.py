@@ -51,13 +51,7 @@ class PreparedExecute(HandedOut):
         code: str | None,
         failure: InvalidArguments | None,
     ) -> PreparedExecute:
-        prepared = cls.__new__(cls)
-        prepared._executor = executor
-        prepared._hold = hold
-        prepared.tool_call_id = tool_call_id
-        prepared.code = code
-        prepared.failure = failure
-        return prepared
+        return cls._made(_executor=executor, _hold=hold, tool_call_id=tool_call_id, code=code, failure=failure)
 
     async def execute(
         self, signal: AbortSignal | None = None, *, approved: bool | None = None, suspension_id: str | None = None
@@ -97,14 +91,14 @@ class ExecuteTool(HandedOut):
 
     @classmethod
     def _for_lease(cls, view: RevisionView, services: ExecuteServices, hold: Hold) -> ExecuteTool:
-        tool = cls.__new__(cls)
-        tool.definition = view.definition
         # Stepping a run costs more than feeding it whole: only a run that could pause is stepped.
         suspendable = services.suspensions is not None and services.sandbox.suspends and view.has_confirm
-        tool._executor = Executor(view, services, suspendable=suspendable)
-        tool._hold = hold
-        tool._max_code_bytes = services.options.max_code_bytes
-        return tool
+        return cls._made(
+            definition=view.definition,
+            _executor=Executor(view, services, suspendable=suspendable),
+            _hold=hold,
+            _max_code_bytes=services.options.max_code_bytes,
+        )
 
     def prepare(self, call: ToolCall) -> PreparedExecute:
         """Validate a tool call's arguments. Bad arguments give a call whose result is ``invalid-arguments``."""

@@ -100,8 +100,7 @@ def _describe(failure: Failure) -> str:
             )
         case SandboxBusy(capacity=capacity, waited_ms=waited_ms):
             return (
-                f"All {capacity} sandbox slots stayed busy for {waited_ms} ms, so the program did not run. "
-                "Retry later."
+                f"All {capacity} sandbox slots stayed busy for {waited_ms} ms, so the program did not run. Retry later."
             )
         case InvalidArguments(message=message, tool="execute"):
             told = _with_detail("The execute call was malformed", message)

@@ -37,6 +37,7 @@ __all__ = [
     "sandbox_provider_operation_name",
 ]
 
+
 class Leaf(NamedTuple):
     """One operation in a namespace tree: where a guest finds it and where its binding is."""
 

@@ -429,4 +429,3 @@ def _load_json(text: str) -> object:
 
 def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON value")
-

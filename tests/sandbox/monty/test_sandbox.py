@@ -147,9 +147,7 @@ async def test_gathered_calls_run_concurrently_with_distinct_ordinals_in_call_or
 async def test_each_execute_runs_in_a_fresh_session() -> None:
     async with monty_lease(Host()) as lease:
         first = await lease.execute_tool.run("secret = 41\ndef helper():\n    return 1\nreturn secret")
-        second = await lease.execute_tool.run(
-            "try:\n    return secret\nexcept NameError:\n    return 'fresh'"
-        )
+        second = await lease.execute_tool.run("try:\n    return secret\nexcept NameError:\n    return 'fresh'")
     assert first.value == 41
     assert second.value == "fresh"
 
