@@ -9,6 +9,12 @@ operation names); the sandbox asks the host to run an operation with a
 sandbox reports printed output with :class:`LogMessage` and ends the run with
 :class:`DoneMessage` or :class:`FailedMessage`.
 
+It is for people who put a sandbox in another process: the provider (the process that
+runs programs) and the host-side :class:`~mycelium.sandbox.Sandbox` that talks to it.
+The library's own Monty sandbox does not use it. How messages are framed on a stream is
+the transport's choice; ``tests/support/wire_provider.py`` and ``wire_sandbox.py`` are
+both sides of one, a line per message, exercised through a real runtime.
+
 Host callbacks are never guest data: nothing here can hold one, and
 :func:`start_message` reads only the names of the request's bindings. Namespace
 metadata carries no credentials: aliases, logical paths, module ids and operation
