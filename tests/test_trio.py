@@ -26,6 +26,8 @@ from mycelium import (
     source,
 )
 from mycelium.failures import DeadlineExceeded
+from mycelium.mcp import McpAuthority, create_mcp_catalog
+from mycelium.sandbox.monty import MontySandbox
 from mycelium.testing import direct_sandbox
 from tests.support.probes import Probe, ProbeSandbox, ignore
 
@@ -151,3 +153,19 @@ async def test_a_cancelled_runs_sync_operation_keeps_its_slot_until_its_thread_r
         with anyio.fail_after(10):
             await runtime._slots.wait_settled()
         assert runtime._slots.unsettled == 0
+
+
+async def test_an_asyncio_only_sandbox_is_refused_when_a_runtime_is_entered_under_trio() -> None:
+    sandbox = MontySandbox()
+    with pytest.raises(RuntimeError, match="the monty sandbox runs only under asyncio"):
+        async with Runtime(modules=[notes()], sandbox=sandbox):
+            pass
+    await sandbox.aclose()
+
+
+async def test_an_asyncio_only_sandbox_is_refused_when_an_mcp_catalog_is_entered_under_trio() -> None:
+    authority = McpAuthority(grants={"notes-v1": "read"}, sources=[notes()])
+    catalog = create_mcp_catalog(load=lambda principal: authority, sandbox=MontySandbox())
+    with pytest.raises(RuntimeError, match="the monty sandbox runs only under asyncio"):
+        async with catalog:
+            pass

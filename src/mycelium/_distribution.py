@@ -45,7 +45,7 @@ def check_installation() -> None:
                 f"the distribution {name} {version} is installed too, and it also installs a top-level "
                 f"package named {_PACKAGE!r}: the two overwrite each other's files. This is {DISTRIBUTION}. "
                 f"Uninstall the other one (pip uninstall {name}), then reinstall this one "
-                f"(pip install --force-reinstall {DISTRIBUTION})."
+                f"(pip install --force-reinstall {DISTRIBUTION}, or the path of its checkout in place of the name)."
             )
 
 

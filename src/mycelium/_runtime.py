@@ -47,6 +47,7 @@ from ._tool_calls import ToolResult
 from ._values import JsonValue
 from .failures import FailureEvidence
 from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox
+from .sandbox._contract import check_backend
 from .suspensions import Suspension, Suspensions
 from .suspensions._suspensions import required
 
@@ -189,6 +190,7 @@ class Runtime:
     async def __aenter__(self) -> Self:
         if self._entered:
             raise RuntimeError("a Runtime runs once: enter it with `async with` a single time")
+        check_backend(self.sandbox)
         self._entered = True
         tasks = await self._exit.enter_async_context(anyio.create_task_group())
         services = ExecuteServices(

@@ -27,7 +27,7 @@ class SharedSandbox(Sandbox):
     after the runtimes are closed. ``capacity`` and ``admission_wait_ms`` resolve as
     :class:`~mycelium.ExecutionOptions`' ``sandbox_capacity`` and ``admission_wait_ms`` do;
     a runtime's own admission options are not used. Everything else it says of itself
-    (language, notes, unenforced limits, whether it can pause) is the shared sandbox's.
+    (language, notes, unenforced limits, whether it can pause, its event loop) is the shared sandbox's.
     """
 
     def __init__(self, sandbox: Sandbox, *, capacity: int | None = None, admission_wait_ms: int | None = None) -> None:
@@ -43,6 +43,7 @@ class SharedSandbox(Sandbox):
         self.guest_notes = sandbox.guest_notes
         self.unenforced_limits = sandbox.unenforced_limits
         self.suspends = sandbox.suspends
+        self.asyncio_only = sandbox.asyncio_only
 
     @property
     def adapter(self) -> str:

@@ -38,6 +38,7 @@ from .._shared_sandbox import SharedSandbox
 from .._sources import CapabilitySource
 from .._tool_calls import ToolCall, ToolDefinition, ToolResult
 from ..sandbox import Sandbox
+from ..sandbox._contract import check_backend
 from ._connections import ConnectionStore, MemoryConnections
 from ._principals import Principal, principal_key
 
@@ -254,6 +255,7 @@ class McpCatalog(McpCatalogProvider):
     async def __aenter__(self) -> Self:
         if self._tasks is not None or self._closed:
             raise RuntimeError("an McpCatalog runs once: enter it with `async with` a single time")
+        check_backend(self._shared)
         # Entered before the task group, so that leaving can be shielded (see __aexit__).
         self._leaving = self._exit.enter_context(anyio.CancelScope())
         self._tasks = await self._exit.enter_async_context(anyio.create_task_group())

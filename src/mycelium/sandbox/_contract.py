@@ -9,6 +9,7 @@ later with :meth:`Sandbox.resume`.
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -27,6 +28,7 @@ __all__ = [
     "Suspended",
     "UnenforcedLimit",
     "Unrestorable",
+    "check_backend",
 ]
 
 UnenforcedLimit: TypeAlias = Literal["cpu", "memory", "output", "cancel"]
@@ -121,6 +123,7 @@ class Sandbox(abc.ABC):
     - :attr:`unenforced_limits`: none (limits the host declares are not enforced where it
       runs this sandbox; the runtime logs each once).
     - :attr:`suspends` and :meth:`resume`: it cannot pause a run.
+    - :attr:`asyncio_only`: it runs under every anyio backend (asyncio and trio).
     - :meth:`aclose`: nothing to close.
     """
 
@@ -130,6 +133,8 @@ class Sandbox(abc.ABC):
     unenforced_limits: tuple[UnenforcedLimit, ...] = ()
     suspends: bool = False
     """Whether it can pause a run at a deferred decision and :meth:`resume` it later."""
+    asyncio_only: bool = False
+    """Whether it runs only under asyncio: a runtime entered under trio refuses it at once."""
 
     @property
     @abc.abstractmethod
@@ -163,3 +168,16 @@ class Sandbox(abc.ABC):
 
     async def aclose(self) -> None:  # noqa: B027  # a default on purpose: most sandboxes hold nothing
         """Release what the sandbox holds (worker processes, say). Idempotent; by default nothing."""
+
+
+def check_backend(sandbox: Sandbox) -> None:
+    """Raise ``RuntimeError`` when ``sandbox`` is :attr:`~Sandbox.asyncio_only` and this is not asyncio."""
+    if not sandbox.asyncio_only:
+        return
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            f"the {sandbox.adapter} sandbox runs only under asyncio, not under this event loop: run the program "
+            "with anyio.run(main) or asyncio.run(main), or give it a sandbox that runs here"
+        ) from None

@@ -77,6 +77,7 @@ class MontySandbox(Sandbox):
     adapter = "monty"
     language = MONTY_LANGUAGE
     suspends = True
+    asyncio_only = True  # its worker pool and call tasks are asyncio's
 
     def __init__(
         self,
