@@ -18,7 +18,7 @@ from mycelium import (
     operation,
 )
 from mycelium._signals import AbortSignal
-from mycelium.sandbox._guest import GuestNamespace
+from mycelium.sandbox._namespaces import GuestNamespace
 from mycelium.testing import direct_sandbox, rejecting_sandbox
 
 

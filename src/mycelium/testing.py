@@ -15,7 +15,7 @@ from ._signals import AbortSignal
 from ._values import JsonValue
 from .failures import Failure, SandboxError, Unknown
 from .sandbox import Sandbox, SandboxRequest
-from .sandbox._guest import GuestNamespace, guest_root
+from .sandbox._namespaces import GuestNamespace, guest_root
 
 __all__ = ["DirectSandbox", "RejectingSandbox", "direct_sandbox", "rejecting_sandbox"]
 

@@ -26,7 +26,7 @@ from mycelium._discovery import (
 from mycelium._execute import execute_description
 from mycelium._graph import build_graph
 from mycelium._signals import AbortSignal
-from mycelium.sandbox._guest import GuestNamespace
+from mycelium.sandbox._namespaces import GuestNamespace
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.testing import direct_sandbox
 

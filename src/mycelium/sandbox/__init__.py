@@ -33,7 +33,7 @@ from ._contract import (
     UnenforcedLimit,
     Unrestorable,
 )
-from ._guest import (
+from ._namespaces import (
     Leaf,
     NamespaceTree,
     guest_input,

@@ -22,7 +22,7 @@ from ..._exceptions import InvalidInput, OperationFailed, ToolError
 from ..._values import JsonTooLarge, JsonValue, NotJson, json_size
 from ...failures import GuestException, InvalidResult, ResultTooLarge, SandboxError
 from .._contract import SandboxRequest
-from .._guest import Leaf, guest_input, positional_name
+from .._namespaces import Leaf, guest_input, positional_name
 from ._conversions import _UNAWAITED_REASON, _conversion
 from ._output import _PrintBuffer
 from ._watch import _Worker

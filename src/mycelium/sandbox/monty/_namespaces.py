@@ -19,7 +19,7 @@ from pydantic_monty import ExternalModule
 
 from ..._values import JsonValue
 from .._contract import SandboxRequest
-from .._guest import Leaf, NamespaceTree, namespace_tree
+from .._namespaces import Leaf, NamespaceTree, namespace_tree
 
 if TYPE_CHECKING:
     from ._calls import _GuestRun

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mycelium.sandbox._guest import sandbox_operation_path, sandbox_provider_operation_name
+from mycelium.sandbox._namespaces import sandbox_operation_path, sandbox_provider_operation_name
 
 FLAT = re.compile(r"^[A-Za-z0-9_]+$")
 
