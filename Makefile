@@ -17,7 +17,7 @@ run: $(VENV)/.run-installed
 test: $(VENV)/.dev-installed $(NODE_SERVERS)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto  # a worker per core, each with its own temp folders and its own PostgreSQL
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
