@@ -20,6 +20,7 @@ from ._exceptions import DefinitionError
 from ._language import LanguageFacts
 from ._modules import Module, check_guest_names, flatten_operations
 from ._operations import Operation
+from ._values import first_repeated
 
 __all__ = ["MAX_MODULES", "InstalledModule", "InstalledOperation", "OperationGraph", "build_graph", "install_alone"]
 
@@ -100,13 +101,12 @@ def build_graph(modules: Sequence[Module], *, revision: int, language: LanguageF
     """
     if len(modules) > MAX_MODULES:
         raise DefinitionError(f"{len(modules)} modules is more than the limit of {MAX_MODULES}")
-    seen: set[str] = set()
     for module in modules:
         if not isinstance(module, Module):
             raise DefinitionError(f"expected a Module, got {type(module).__name__}")
-        if module.id in seen:
-            raise DefinitionError(f"module id {module.id!r} is registered twice", module_id=module.id)
-        seen.add(module.id)
+    twice = first_repeated(module.id for module in modules)
+    if twice is not None:
+        raise DefinitionError(f"module id {twice!r} is registered twice", module_id=twice)
     # Flatten before allocating so a broken module is reported before anything else.
     leaves = {module.id: flatten_operations(module) for module in modules}
     for module in modules:

@@ -38,6 +38,7 @@ from ._language import LanguageFacts
 from ._modules import MAX_ID_LENGTH, Module
 from ._signals import AbortController, AbortSignal
 from ._text import clip
+from ._values import first_repeated
 
 __all__ = [
     "MAX_SOURCES",
@@ -189,14 +190,13 @@ class Capabilities:
             raise ValueError("sources must be a sequence of capability sources")
         if len(sources) > MAX_SOURCES:
             raise ValueError(f"{len(sources)} sources is more than the limit of {MAX_SOURCES}")
-        seen: set[str] = set()
         for candidate in sources:
             if not isinstance(candidate, CapabilitySource):
                 raise ValueError(f"sources: {candidate!r} has no id and async acquire(context)")
             _check_label("source id", candidate.id)
-            if candidate.id in seen:
-                raise ValueError(f"sources: id {candidate.id!r} is used twice")
-            seen.add(candidate.id)
+        twice = first_repeated(candidate.id for candidate in sources)
+        if twice is not None:
+            raise ValueError(f"sources: id {twice!r} is used twice")
         self._static = tuple(modules)
         self._sources = sorted(sources, key=lambda candidate: candidate.id)
         self._session = session

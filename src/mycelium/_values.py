@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Hashable, Iterable
 from typing import Any, TypeAlias, cast
 
 from ._text import clip
@@ -31,6 +31,7 @@ __all__ = [
     "NotJson",
     "check_json",
     "dumps_compact",
+    "first_repeated",
     "json_size",
     "unique_keys",
 ]
@@ -80,12 +81,17 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     mapping = dict(pairs)  # in C: the common case costs no loop in Python
     if len(mapping) == len(pairs):
         return mapping
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise DuplicateKey(key)
-        seen.add(key)
-    raise AssertionError("unreachable: fewer keys than pairs means one repeats")
+    raise DuplicateKey(cast(str, first_repeated(key for key, _ in pairs)))
+
+
+def first_repeated(items: Iterable[Hashable]) -> Any:
+    """The first item of ``items`` equal to an earlier one, or ``None`` when every one is new."""
+    seen: set[Hashable] = set()
+    for item in items:
+        if item in seen:
+            return item
+        seen.add(item)
+    return None
 
 
 def check_json(value: object) -> None:
