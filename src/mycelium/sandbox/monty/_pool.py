@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+
 import anyio
 from pydantic_monty import AsyncMonty
 
@@ -16,8 +18,8 @@ class _WorkerPool:
     ``AsyncMonty``'s ``async with`` is its only start/stop API: its stubs offer no other
     method to start or stop it. A sandbox's pool outlives any one ``async with`` of the
     caller's, though: it starts at the first run, in whichever task makes that run, and
-    stops when its owner closes it, often in another task. So it is entered and exited by
-    hand here. That is sound because the native pool holds no task or cancel scope of the
+    stops when its owner closes it, often in another task. So it is held in an exit stack
+    of its own. That is sound because the native pool holds no task or cancel scope of the
     caller: entering it spawns the workers and exiting stops them, whichever task does
     each. The lock lets one start or stop happen at a time.
     """
@@ -26,6 +28,7 @@ class _WorkerPool:
         self._max_processes = max_processes
         self._recycle = max_checkouts_per_worker
         self._pool: AsyncMonty | None = None
+        self._running = AsyncExitStack()
         self._lock = anyio.Lock()
 
     async def start(self) -> AsyncMonty:
@@ -37,14 +40,13 @@ class _WorkerPool:
                 pool = AsyncMonty(
                     min_processes=1, max_processes=self._max_processes, max_checkouts_per_worker=self._recycle
                 )
-                await pool.__aenter__()
-                self._pool = pool
+                self._pool = await self._running.enter_async_context(pool)
             return self._pool
 
     async def aclose(self) -> None:
         """Stop the workers. Idempotent; a later :meth:`start` starts a new pool."""
         async with self._lock:
-            pool, self._pool = self._pool, None
-            if pool is not None:
-                await pool.__aexit__(None, None, None)
+            if self._pool is not None:
+                self._pool = None
+                await self._running.aclose()
                 await anyio.sleep(_CLOSE_PAUSE_SECS)
