@@ -91,6 +91,28 @@ def test_json_size_says_where_a_value_is_not_json(value: object, where: str) -> 
         json_size(value)
 
 
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ("\ud800", "the value is"),
+        ({"name": "caf\udce9"}, "/name"),
+        ({"\udfff": 1}, "the value at /\\udfff is"),
+        (["ok"] * 40 + ["\ud800"], "/40"),
+        ({"a": [{"b": "x\ud83d"}]}, "/a/0/b"),
+    ],
+    ids=["alone", "a value", "a key", "in-a-long-list", "nested"],
+)
+def test_text_with_a_lone_surrogate_is_not_json_wherever_it_is(value: object, where: str) -> None:
+    with pytest.raises(NotJson, match="lone surrogate") as refused:
+        check_json(value)
+    assert where in str(refused.value)
+    str(refused.value).encode("utf-8")  # the message itself is text that can be sent
+
+
+def test_a_surrogate_pair_is_one_character_and_is_json() -> None:
+    check_json({"emoji": "\U0001f600", "\U0001f600": ["\U0001f600"] * 40})
+
+
 def test_a_shared_sub_value_is_not_a_cycle_but_a_real_cycle_is_refused() -> None:
     shared: list[object] = [1]
     json_size([shared, shared, {"again": shared}])

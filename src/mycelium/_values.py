@@ -4,7 +4,9 @@ A JSON value here is built only from ``None``, ``bool``, ``int``, finite ``float
 ``str``, ``list`` (or ``tuple``, read as an array) and ``dict`` with ``str`` keys, with no
 cycles and at most :data:`MAX_JSON_DEPTH` levels of nesting. Subclasses are refused: an
 ``IntEnum`` or a ``str`` subclass with a custom ``__str__`` is host data that has not been
-encoded.
+encoded. A string (or key) holding a lone surrogate (``"\ud800"``, a file name read with
+``surrogateescape``) is refused too: it is not Unicode text, and no UTF-8 transport can
+carry it on.
 
 :func:`json_size` checks a value and measures its compact encoding in one walk whose
 work is bounded by the size limit it is given, whatever the value's shape: a sub-value
@@ -43,7 +45,7 @@ MAX_JSON_DEPTH = 128
 MAX_INT_DIGITS = 4_300
 """Python refuses to print a longer int (``sys.get_int_max_str_digits``); JSON text needs one."""
 _MAX_INT_BITS = int(MAX_INT_DIGITS * 3.3219280948873626)  # digits * log2(10), a little under
-_SCALARS = (type(None), bool, str)
+_SCALARS = (type(None), bool)
 _NUMBER_KINDS = frozenset({type(None), bool, int, float})
 _FLAT_MIN = 32  # shorter containers are cheaper to walk than to measure in C
 _FLAT_SLICE = 4_096
@@ -96,7 +98,7 @@ def first_repeated(items: Iterable[Hashable]) -> Any:
 
 def check_json(value: object) -> None:
     """Raise :class:`NotJson` unless ``value`` is a JSON value (see the module docstring)."""
-    if _plain(value) or (type(value) is dict and all(type(key) is str and _plain(v) for key, v in value.items())):
+    if _plain(value) or (type(value) is dict and all(_ascii(key) and _plain(v) for key, v in value.items())):
         return  # the common small cases, without the walk
     json_size(value)
 
@@ -129,7 +131,8 @@ class _Measure:
         try:
             self._visit(value, 0)
         except _Located as exc:
-            where = "".join(f"/{part}" for part in reversed(exc.path))
+            # A key that is not Unicode text is shown escaped: the message must itself be sendable.
+            where = "".join(f"/{part}" for part in reversed(exc.path)).encode("utf-8", "backslashreplace").decode()
             raise NotJson(f"{_at(where)} {exc.reason}") from None
         return self._used
 
@@ -149,7 +152,10 @@ class _Measure:
             reason = self._strings(text)
             if reason is not None:
                 raise _Located(reason)
-        self._add(_encoded_length(_quoted(text)))
+        try:
+            self._add(_encoded_length(_quoted(text)))
+        except UnicodeEncodeError:
+            raise _Located("is text with a lone surrogate, which is not Unicode") from None
 
     def _visit(self, item: object, depth: int) -> None:
         kind = type(item)
@@ -266,13 +272,18 @@ class _Located(Exception):
 
 
 def _encoded_length(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    """UTF-8 length; ``UnicodeEncodeError`` (a ``ValueError``) for a lone surrogate."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _ascii(value: object) -> bool:
+    return type(value) is str and value.isascii()
 
 
 def _plain(value: object) -> bool:
-    """A scalar that is certainly JSON: no float (NaN) and no int too long to print."""
+    """A scalar that is certainly JSON: no float (NaN), no int too long to print, no lone surrogate."""
     kind = type(value)
-    return kind in _SCALARS or (kind is int and -(2**63) <= value < 2**63)  # type: ignore[operator]
+    return kind in _SCALARS or _ascii(value) or (kind is int and -(2**63) <= value < 2**63)  # type: ignore[operator]
 
 
 def dumps_compact(value: JsonValue) -> str:

@@ -106,6 +106,8 @@ async def test_prepare_then_execute_runs_the_validated_call() -> None:
         (["code"], "must be an object"),
         ("{not json", "not valid JSON"),
         ({"code": "x" * 101}, "limit is 100"),
+        ({"code": "return '\ud800'"}, "lone surrogate"),
+        ('{"code": "return \'\\udc00\'"}', "lone surrogate"),
     ],
 )
 async def test_bad_arguments_fail_with_invalid_arguments_and_nothing_runs(arguments: object, complaint: str) -> None:

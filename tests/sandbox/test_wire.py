@@ -215,6 +215,11 @@ MALFORMED: list[tuple[str, object]] = [
     ("traceback too long", _failed(code="guest-exception", type_name="E", message="m", traceback=_LONG)),
     ("oversized bytes", b'{"type":"log","text":"' + b"x" * MAX_SANDBOX_MESSAGE_BYTES + b'"}'),
     ("oversized text", '{"type":"log","text":"' + "x" * MAX_SANDBOX_MESSAGE_BYTES + '"}'),
+    ("lone surrogate in a value", b'{"type":"done","value":{"k":"\\ud800"}}'),
+    ("lone surrogate in a key", b'{"type":"done","value":{"\\uDC00":1}}'),
+    ("lone surrogate in a log", b'{"type":"log","text":"a\\udfffb"}'),
+    ("lone surrogate in a call", b'{"type":"call","call_id":0,"alias":"a","path":"p","input":{"q":"\\ud83d"}}'),
+    ("lone surrogate as text", '{"type":"log","text":"\ud800"}'),
     ("not bytes or text", 12345),
     ("none", None),
 ]  # fmt: skip

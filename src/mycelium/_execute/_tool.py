@@ -150,7 +150,10 @@ class ExecuteTool(HandedOut):
         code = arguments["code"]
         if not isinstance(code, str):
             raise _BadArguments(f"'code' must be a string, got {type(code).__name__}")
-        size = len(code.encode("utf-8", "surrogatepass"))
+        try:
+            size = len(code.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise _BadArguments("'code' is not Unicode text: it holds a lone surrogate") from None
         if size > self._max_code_bytes:
             raise _BadArguments(f"'code' is {size} bytes; the limit is {self._max_code_bytes}")
         return code

@@ -360,8 +360,8 @@ def decode_sandbox_message(
     """Decode one message from a sandbox, or :class:`BadResponse` for anything else.
 
     ``data`` is one UTF-8 JSON document of at most ``max_bytes`` bytes (checked before
-    parsing). Malformed JSON, duplicate keys, ``NaN``/``Infinity``, nesting deeper than
-    :data:`~mycelium.values.MAX_JSON_DEPTH`, an unknown ``type`` or failure ``code``, a
+    parsing). Malformed JSON, duplicate keys, ``NaN``/``Infinity``, a lone surrogate, nesting deeper than
+    :data:`~mycelium._values.MAX_JSON_DEPTH`, an unknown ``type`` or failure ``code``, a
     missing, extra, mistyped or out-of-bounds field: all are :class:`BadResponse`. It
     never raises for what the sandbox sent; only a ``max_bytes`` that is not a positive
     int raises ``ValueError``.
@@ -372,7 +372,10 @@ def decode_sandbox_message(
         text = _bounded_text(data, max_bytes)
         if text is None:
             return BadResponse()
-        return _SANDBOX_MESSAGE.validate_python(_load_json(text))
+        decoded = _load_json(text)
+        if ("\\ud" in text or "\\uD" in text) and not _unicode(decoded):
+            return BadResponse()  # an escaped lone surrogate: not text any UTF-8 reader can take on
+        return _SANDBOX_MESSAGE.validate_python(decoded)
     except (ValueError, RecursionError):
         # ValueError covers JSON syntax, undecodable UTF-8, over-long integers, NaN,
         # duplicate keys and pydantic's ValidationError; RecursionError is deep nesting.
@@ -431,6 +434,15 @@ def _bounded_text(data: object, max_bytes: int) -> str | None:
 
 def _load_json(text: str) -> object:
     return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=unique_keys)
+
+
+def _unicode(decoded: object) -> bool:
+    """Whether every string in ``decoded`` is Unicode text (no lone surrogate from a ``\\ud800`` escape)."""
+    try:
+        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _refuse_constant(name: str) -> object:
