@@ -42,8 +42,13 @@ def test_the_distribution_is_named_mycelium_codemode_in_pyproject_and_at_runtime
 
 @pytest.mark.parametrize(
     ("record", "top_level"),
-    [("mycelium/__init__.py,,\nmycelium/cli/__init__.py,,\n", None), (None, "mycelium\n")],
-    ids=["by its RECORD", "by its top_level.txt"],
+    [
+        ("mycelium/__init__.py,,\nmycelium/cli/__init__.py,,\n", None),
+        (None, "mycelium\n"),
+        ('"mycelium/__init__.py",,\n', None),
+        ("mycelium/__init__.py,,\n", ""),
+    ],
+    ids=["by its RECORD", "by its top_level.txt", "by a quoted RECORD path", "by its RECORD beside an empty top_level"],
 )
 def test_another_distribution_shipping_a_mycelium_package_is_refused_at_import_naming_it(
     tmp_path: Path, record: str | None, top_level: str | None
@@ -58,5 +63,34 @@ def test_another_distribution_shipping_a_mycelium_package_is_refused_at_import_n
 
 def test_a_distribution_whose_package_only_starts_with_mycelium_is_no_clash(tmp_path: Path) -> None:
     folder = fake_distribution(tmp_path, "myceliumx", record="myceliumx/__init__.py,,\nnot_mycelium/a.py,,\n")
+    finished = import_beside(folder)
+    assert finished.returncode == 0, finished.stderr
+
+
+def test_an_egg_listing_a_mycelium_package_is_refused_too(tmp_path: Path) -> None:
+    info = tmp_path / "mycelium_egg-9.9-py3.11.egg-info"
+    info.mkdir()
+    (info / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: mycelium-egg\nVersion: 9.9\n")
+    (info / "installed-files.txt").write_text("../mycelium/__init__.py\nPKG-INFO\n")
+    finished = import_beside(tmp_path)
+    assert "ImportError: the distribution mycelium-egg 9.9 is installed too" in finished.stderr
+
+
+def test_a_clashing_distribution_without_a_name_is_named_by_its_folder(tmp_path: Path) -> None:
+    info = tmp_path / "nameless-9.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nVersion: 9.9\n")
+    (info / "RECORD").write_text("mycelium/__init__.py,,\nnameless-9.9.dist-info/RECORD,,\n")
+    finished = import_beside(tmp_path)
+    assert "the distribution in nameless-9.9.dist-info (its metadata has no name) is installed too" in finished.stderr
+
+
+@pytest.mark.parametrize("file", ["RECORD", "top_level.txt", "METADATA"])
+def test_an_unrelated_distribution_whose_metadata_is_not_utf8_does_not_stop_the_import(
+    tmp_path: Path, file: str
+) -> None:
+    folder = fake_distribution(tmp_path, "unrelated", record="unrelated/__init__.py,,\n", top_level="unrelated\n")
+    info = folder / "unrelated-9.9.dist-info"
+    (info / file).write_bytes((info / file).read_bytes() + b"Summary: caf\xe9\n")
     finished = import_beside(folder)
     assert finished.returncode == 0, finished.stderr
