@@ -45,9 +45,9 @@ PUBLIC: dict[str, list[str]] = {
         "TeamKey", "bearer_tokens", "create_mcp", "create_mcp_catalog", "mcp_source",
     ],
     "mycelium.sandbox": [
-        "BindingCallback", "LanguageFacts", "Leaf", "NamespaceTree", "PendingCalls", "Sandbox", "SandboxError",
-        "SandboxRequest", "Suspended", "UNENFORCED_LIMIT_NOTICES", "UnenforcedLimit", "Unrestorable", "guest_input",
-        "namespace_tree", "positional_name", "sandbox_operation_path", "sandbox_provider_operation_name",
+        "BindingCallback", "DecisionDeferred", "LanguageFacts", "Leaf", "NamespaceTree", "PendingCalls", "Sandbox",
+        "SandboxError", "SandboxRequest", "Suspended", "UNENFORCED_LIMIT_NOTICES", "UnenforcedLimit", "Unrestorable",
+        "guest_input", "namespace_tree", "positional_name", "sandbox_operation_path", "sandbox_provider_operation_name",
     ],
     "mycelium.sandbox.monty": ["MontySandbox", "WorkspaceResolver"],
     "mycelium.sandbox.wire": [

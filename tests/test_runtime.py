@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Iterator
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from mycelium import (
@@ -201,7 +202,7 @@ class Captured(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if message.startswith("runtime.close()"):
+        if message.startswith(("runtime.close()", "leaving the runtime")):
             self.messages.append(message)
             self.close_warned.set()
         elif "garbage-collected" in message:
@@ -334,3 +335,55 @@ async def test_an_acquire_that_fails_after_capturing_gives_everything_back_and_c
         with anyio.fail_after(5):
             await runtime.close()
         assert released == ["v1"]
+
+
+class ClosingSandbox(RejectingSandbox):
+    """A sandbox whose ``aclose`` awaits, as stopping worker processes or a connection does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closing: list[str] = []
+
+    async def aclose(self) -> None:
+        self.closing.append("started")
+        await anyio.lowlevel.checkpoint()  # where a cancellation would cut a close short
+        self.closing.append("finished")
+
+
+async def test_a_runtime_left_because_its_scope_was_cancelled_still_closes_its_sandbox_and_sources() -> None:
+    released: list[str] = []
+
+    async def acquire(context: AcquireContext) -> Acquired:
+        async def release() -> None:
+            released.append("v1")
+
+        return Acquired(version="v1", modules=[demo_module()], release=release)
+
+    sandbox = ClosingSandbox()
+    with anyio.CancelScope() as scope:
+        async with Runtime(sources=[source(id="demo", acquire=acquire)], sandbox=sandbox) as runtime:
+            lease = await runtime.acquire()
+            scope.cancel()  # the host is stopped (a signal, a timeout) with a lease still held
+            await anyio.sleep_forever()
+    assert sandbox.closing == ["started", "finished"]
+    assert released == ["v1"]
+    with pytest.raises(RuntimeClosed, match="has closed"):
+        _ = lease.execute_tool
+
+
+async def test_a_block_that_raised_with_a_lease_unreleased_leaves_with_its_own_exception(warned: Captured) -> None:
+    sandbox = ClosingSandbox()
+    leases: list[Lease] = []
+
+    async def host_with_a_bug() -> None:
+        async with Runtime(modules=[demo_module()], sandbox=sandbox, close_warning_ms=20) as runtime:
+            leases.append(await runtime.acquire())  # the traceback keeps it alive: never collected
+            raise KeyError("the host's bug")
+
+    with anyio.fail_after(10), pytest.raises(KeyError, match="the host's bug"):
+        await host_with_a_bug()
+    assert sandbox.closing == ["started", "finished"]
+    assert any("abandons 1 unreleased lease(s)" in message for message in warned.messages)
+    with pytest.raises(RuntimeClosed):
+        await leases[0].execute_tool.run("1")
+    await leases[0].release()  # harmless: what it held closed with the runtime

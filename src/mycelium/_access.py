@@ -17,11 +17,11 @@ Hosts pass their decisions down as data in :class:`Access`:
   ``confirm=True`` operation is refused, never run unasked. After a person approves, the
   grant is read again: one revoked while they were deciding refuses the call. :func:`defer`
   defers every confirmation: in a runtime with suspensions the run pauses at the call and
-  resumes once the person decides (see :mod:`mycelium.suspend`); anywhere else a deferred
+  resumes once the person decides (see :mod:`mycelium.suspensions`); anywhere else a deferred
   confirmation is refused as ``confirmation-unavailable``.
 - ``on_refused``: observes each refusal; it never changes the decision.
 
-The gate (:mod:`mycelium.gate`) checks the grant first, then the person, both before the
+The gate (:mod:`mycelium._gate`) checks the grant first, then the person, both before the
 input is decoded. A refused call returns an :class:`AccessRefusal` as its ordinary result (a
 guest gets its JSON form) and nothing of the operation runs. A refusal still uses up its
 ordinal: the call happened.
@@ -123,7 +123,7 @@ def defer(request: ConfirmRequest) -> Literal["defer"]:
     """A ``confirm`` callback that defers every decision to a person who answers later.
 
     ``Access(confirm=defer)`` in a runtime with suspensions pauses a run at each confirm
-    operation and hands the host a :class:`~mycelium.suspend.Suspension` to decide.
+    operation and hands the host a :class:`~mycelium.suspensions.Suspension` to decide.
     """
     return "defer"
 

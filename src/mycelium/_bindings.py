@@ -130,8 +130,8 @@ class Invoker:
         (nothing was decoded or run). Raises :class:`InvalidInput` when ``raw`` breaks the
         input schema and :class:`OperationFailed` for any host failure; neither carries
         host detail. ``may_defer`` and ``decided`` are the gate's
-        (:meth:`~mycelium.access.AccessGate.check`): with ``may_defer``, a confirmation the
-        host defers raises :class:`~mycelium.access.DecisionDeferred` once the input is
+        (:meth:`~mycelium._gate.AccessGate.check`): with ``may_defer``, a confirmation the
+        host defers raises :class:`~mycelium.sandbox.DecisionDeferred` once the input is
         known to be valid, so nobody is asked to approve a call that could not run.
         """
         op = target.operation

@@ -95,8 +95,8 @@ def build_graph(modules: Sequence[Module], *, revision: int, language: LanguageF
     """Install ``modules`` as one graph, or raise :class:`DefinitionError` naming the culprit.
 
     Refuses duplicate module ids, more than :data:`MAX_MODULES` modules, any key or path
-    conflict inside a module (see :func:`mycelium.modules.flatten_operations`), and names a
-    program in ``language`` already has (see :func:`mycelium.modules.check_guest_names`);
+    conflict inside a module (see :func:`mycelium._modules.flatten_operations`), and names a
+    program in ``language`` already has (see :func:`mycelium._modules.check_guest_names`);
     by default no name is reserved.
     """
     if len(modules) > MAX_MODULES:

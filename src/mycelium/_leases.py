@@ -28,7 +28,7 @@ from anyio.abc import TaskGroup
 
 from ._direct_tools import DirectTool, GatedTool
 from ._discovery import Catalog
-from ._exceptions import LeaseReleased
+from ._exceptions import LeaseReleased, RuntimeClosed
 from ._execute import ExecuteServices, ExecuteTool, RevisionView
 from ._graph import OperationGraph
 from ._handed_out import HandedOut
@@ -105,6 +105,8 @@ class LeaseTable:
         self._loop_thread = threading.get_ident()
         self._holds = Holds()
         self._unreleased: set[_LeaseRecord] = set()
+        self.stopped = False
+        """Whether the runtime has stopped running: its leases raise :class:`RuntimeClosed`."""
 
     @property
     def held(self) -> int:
@@ -126,18 +128,31 @@ class LeaseTable:
         return record
 
     async def release(self, record: _LeaseRecord) -> None:
-        """Give a released lease's hold back, releasing the snapshots only its revision used."""
+        """Give a released lease's hold back, releasing the snapshots only its revision used.
+
+        Once per record: a second release (a copy of the lease, say) gives nothing back twice.
+        After :meth:`stop` there is nothing left to give back.
+        """
+        if record not in self._unreleased:
+            return
+        self._unreleased.discard(record)
         try:
-            await self._capabilities.release(record.revision)
+            if not self.stopped:
+                await self._capabilities.release(record.revision)
         finally:
-            self._unreleased.discard(record)
             self._holds.release()
+
+    def stop(self) -> None:
+        """The runtime has stopped: what its leases still hold was closed with it."""
+        self.stopped = True
 
     def lost(self, record: _LeaseRecord) -> None:
         """A lease was garbage-collected unreleased: give its hold back, and say so.
 
         Called from ``Lease.__del__``, in whatever thread the garbage collector runs.
         """
+        if self.stopped:
+            return  # its runtime has stopped: nothing is held any more
         try:
             if threading.get_ident() == self._loop_thread:
                 self._tasks.start_soon(self._release_lost, record)
@@ -286,6 +301,8 @@ class Lease(HandedOut):
     def _check(self) -> None:
         if self._released:
             raise LeaseReleased(f"lease of revision {self.revision} was released; acquire a new one")
+        if self._table.stopped:
+            raise RuntimeClosed(f"the runtime of this lease (revision {self.revision}) has closed")
 
     async def __aenter__(self) -> Self:
         return self

@@ -3,7 +3,7 @@
 An :class:`Operation` owns its input schema (which decodes what a caller sends), its
 output schema (which encodes what the function returns), its access label and its
 description. It knows nothing of modules, leases or sandboxes; the invocation path in
-:mod:`mycelium.bindings` drives the three steps (:meth:`Operation.decode_input`,
+:mod:`mycelium._bindings` drives the three steps (:meth:`Operation.decode_input`,
 :meth:`Operation.call`, :meth:`Operation.encode_output`) and decides whose fault a
 failure is.
 """

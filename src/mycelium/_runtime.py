@@ -2,7 +2,7 @@
 
 A :class:`Runtime` installs modules (and the modules its sources acquire) into an
 operation graph, and hands out leases, each capturing one revision (see
-:mod:`mycelium.leases`). It runs inside ``async with Runtime(...) as runtime:``, which
+:mod:`mycelium._leases`). It runs inside ``async with Runtime(...) as runtime:``, which
 gives it a task group of its own: the backing work of every sandbox run, the building of
 a new revision's view, and the return of leases the garbage collector found unreleased
 all run there, so no task it starts outlives it. Leaving the block closes it: no new
@@ -47,7 +47,7 @@ from ._tool_calls import ToolResult
 from ._values import JsonValue
 from .failures import FailureEvidence
 from .sandbox import UNENFORCED_LIMIT_NOTICES, Sandbox
-from .sandbox._contract import check_backend
+from .sandbox._contract import check_backend, check_sandbox
 from .suspensions import Suspension, Suspensions
 from .suspensions._suspensions import required
 
@@ -109,6 +109,7 @@ class Runtime:
     ) -> None:
         if not isinstance(sandbox, Sandbox):
             raise ValueError(f"sandbox must be a mycelium.sandbox.Sandbox, got {type(sandbox).__name__}")
+        check_sandbox(sandbox)
         check_optional("execution", execution, ExecutionOptions, "ExecutionOptions")
         check_optional("session", session, Session, "a Session")
         for name, hook in (("on_operation_error", on_operation_error), ("on_sandbox_failure", on_sandbox_failure)):
@@ -210,14 +211,34 @@ class Runtime:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """Close the runtime (see :meth:`close`), even when leaving because the scope was cancelled.
+
+        A clean exit waits for every held lease. A block that raised waits for them only
+        ``close_warning_ms``: a lease it left unreleased (its frame holds it) would keep it
+        waiting forever; after that the runtime closes anyway, saying which leases it
+        abandons, and they raise :class:`RuntimeClosed` from then on. The block's exception
+        goes on as it is: a failure to close afterwards is logged, not raised over it.
+        """
         try:
-            await self.close()
+            await self._wait_for_holders(abandon=exc is not None)
         finally:
-            # Everything the task group runs has settled by now, so leaving it waits for nothing.
-            # The block's own exception is not the group's: it goes on as it is, never wrapped in
-            # an exception group.
-            await self._exit.aclose()
-            self._running = None
+            # Shielded: a runtime left because its scope was cancelled still closes what it owns.
+            # Its backing work is cancelled with that scope; the sandbox closes once it has settled.
+            with anyio.CancelScope(shield=True):
+                await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
+                if self._running is not None:
+                    self._running.leases.stop()
+                try:
+                    await self._close_owned(held_too=True)
+                except Exception:
+                    if exc is None:
+                        raise
+                    logger.exception("closing the runtime, left on an exception, failed")
+            try:
+                # What the task group still runs (a lost lease's give-back, a view build) ends now.
+                await self._exit.aclose()
+            finally:
+                self._running = None
 
     def _run_state(self) -> _Running:
         if self._closed:
@@ -362,7 +383,7 @@ class Runtime:
         afresh. By default one is acquired for the run and released after it, with the
         runtime's own session and access: a host that gives each request its own access
         resumes with a lease made the same way. See
-        :meth:`~mycelium.execute.ExecuteTool.resume` for what is guaranteed.
+        :meth:`~mycelium.ExecuteTool.resume` for what is guaranteed.
         """
         if lease is not None:
             return await lease.execute_tool.resume(suspension_id, approved=approved, signal=signal)
@@ -416,17 +437,34 @@ class Runtime:
         Leaving ``async with`` calls it; each step is idempotent, so calling it again (after
         a close that was cancelled half-way, say) finishes what is left. Awaiting ``close()``
         in a task that still holds a lease never returns: release the lease first
-        (``async with`` does this for you).
+        (``async with`` does this for you). When two or more sources fail to release, the
+        failures come together in an ``ExceptionGroup`` of :class:`MyceliumSourceError`.
         """
+        await self._wait_for_holders(abandon=False)
+        await self._close_owned()
+
+    async def _wait_for_holders(self, *, abandon: bool) -> None:
+        """Refuse new leases, then wait for the held ones (at most the warning interval if ``abandon``)."""
         self._closed = True
         running = self._running
-        if running is not None:
+        if running is None:
+            return
+        if abandon:
+            with anyio.move_on_after(self._close_warning_s):
+                await running.leases.wait_idle()
+            if running.leases.held:
+                logger.warning("leaving the runtime on an exception, it abandons %s", running.leases.describe_held())
+        else:
             await self._wait_or_warn(running.leases.wait_idle, running.leases.describe_held)
-            for build in list(self._building.values()):  # builds whose acquires all gave up
-                await build.done.wait()
-            await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
+        for build in list(self._building.values()):  # builds whose acquires all gave up
+            await build.done.wait()
+        await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
+
+    async def _close_owned(self, *, held_too: bool = False) -> None:
+        # Idempotent, like the steps it takes: the sources' snapshots (with ``held_too``, those
+        # of abandoned leases as well), then the sandbox.
         try:
-            await self._capabilities.close()
+            await self._capabilities.close(held_too=held_too)
         finally:
             if self._owns_sandbox:
                 await self.sandbox.aclose()

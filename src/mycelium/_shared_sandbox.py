@@ -14,6 +14,7 @@ from ._options import AdmissionPolicy, ExecutionOptions, available_cores
 from ._signals import AbortSignal
 from ._values import JsonValue
 from .sandbox import PendingCalls, Sandbox, SandboxRequest
+from .sandbox._contract import check_sandbox
 
 __all__ = ["SharedSandbox"]
 
@@ -33,6 +34,7 @@ class SharedSandbox(Sandbox):
     def __init__(self, sandbox: Sandbox, *, capacity: int | None = None, admission_wait_ms: int | None = None) -> None:
         if not isinstance(sandbox, Sandbox) or isinstance(sandbox, SharedSandbox):
             raise ValueError(f"sandbox must be a Sandbox, got {type(sandbox).__name__}")
+        check_sandbox(sandbox)
         self.sandbox = sandbox
         self.policy = AdmissionPolicy.resolve(
             ExecutionOptions(sandbox_capacity=capacity, admission_wait_ms=admission_wait_ms), available_cores()

@@ -93,7 +93,9 @@ class AcquireContext:
         self.tasks = tasks
         """The runtime's task group, for work that outlives ``acquire()`` (a connection the
         snapshot holds): such work must end once the snapshots using it are released, as the
-        runtime waits for it when it closes."""
+        runtime waits for it when it closes. It must not raise either: an exception escaping
+        it cancels the runtime and the host's ``async with`` block with it (task-group rules).
+        Catch what the work may fail with, and :meth:`invalidate` the snapshot instead."""
         self._snapshot = snapshot
 
     def invalidate(self) -> None:
@@ -254,14 +256,18 @@ class Capabilities:
         revision.leases -= 1
         _raise_all(await self._release_unused())
 
-    async def close(self) -> None:
+    async def close(self, *, held_too: bool = False) -> None:
         """Refuse new captures and release every snapshot no revision holds, newest first.
 
-        Call it once nothing holds a revision: a held revision keeps its snapshots.
+        Call it once nothing holds a revision: a held revision keeps its snapshots, unless
+        ``held_too`` (the runtime has stopped, and the leases still holding it were abandoned).
         """
         self._closed = True
         if self._building is not None:
             await self._building.done.wait()
+        if held_too:
+            for revision in self._alive:
+                revision.leases = 0
         _raise_all(await self._release_unused())
 
     async def _build(self, tasks: TaskGroup) -> Revision:

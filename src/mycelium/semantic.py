@@ -103,7 +103,7 @@ def _words(text: str, limit: int = MAX_TEXT_BYTES) -> str:
 
 
 class WordLlamaRanker:
-    """A :class:`~mycelium.discovery.SemanticRanker` over WordLlama's bundled model.
+    """A :class:`~mycelium.semantic.SemanticRanker` over WordLlama's bundled model.
 
     Cheap to construct: the model loads when the first catalog is indexed. One ranker may
     serve many runtimes and revisions; its cache of vectors is shared by them and safe to

@@ -15,12 +15,14 @@ import pytest
 from pydantic import BaseModel
 
 from mycelium import AbortController, ExecutionOptions, Lease, Module, Runtime, ToolResult, operation
+from mycelium._text import MAX_PRINTED_CHARS
 from mycelium.failures import (
     BadResponse,
     Cancelled,
     CapabilityFailed,
     DeadlineExceeded,
     GuestException,
+    ResultTooLarge,
     SandboxBusy,
     SyntaxFailure,
     TransportLost,
@@ -168,3 +170,17 @@ async def test_a_provider_that_dies_mid_run_is_transport_lost(lease: Lease) -> N
     result = await run(lease, program(["print", "about to go"], ["exit"]))
     assert isinstance(result.failure, TransportLost)
     assert result.logs == ("about to go",)
+
+
+async def test_a_provider_that_floods_its_output_is_cut_at_the_print_bound(lease: Lease) -> None:
+    result = await run(lease, program(["print", "x" * 1_000, 50], ["return", "done"]))
+    assert result.value == "done"
+    assert sum(map(len, result.logs[:-1])) == MAX_PRINTED_CHARS
+    assert result.logs[-1] == "... (the rest of the output was cut)"
+
+
+async def test_a_message_exactly_at_the_bound_is_read_and_one_byte_more_is_bad_response(lease: Lease) -> None:
+    result = await run(lease, program(["return-sized", MAX_SANDBOX_MESSAGE_BYTES]))
+    assert isinstance(result.failure, ResultTooLarge)  # read and decoded: then the host's own result bound
+    result = await run(lease, program(["return-sized", MAX_SANDBOX_MESSAGE_BYTES + 1]))
+    assert isinstance(result.failure, BadResponse)

@@ -7,7 +7,7 @@ compact JSON, one per line (compact JSON never holds a newline).
 Its guest language is deliberately tiny, so the tests exercise the wire and not an
 interpreter: each non-empty line of the program is a JSON array, one step.
 
-- ``["print", text]``: report printed output.
+- ``["print", text]`` or ``["print", text, times]``: report printed output (``times`` lines of it).
 - ``["call", name, input]``: call the operation ``name`` (its logical dotted path, as
   ``notes.search`` or ``apps.bazaar.windows.open``, found through the start message's
   namespaces); its value becomes the last value. A failed call, or a name no namespace
@@ -17,6 +17,7 @@ interpreter: each non-empty line of the program is a JSON array, one step.
 - ``["fail", failure]``: end the run with ``failure`` (``{"code": ..., **fields}``).
 - ``["send", text]``: write ``text`` as a line of its own, whatever it is (a hostile provider).
 - ``["flood", size]``: write a line of ``size`` bytes (a provider that floods the host).
+- ``["return-sized", size]``: end the run with a string, in a done message of exactly ``size`` bytes.
 - ``["hang"]``: wait for stdin to close (a provider that never finishes).
 - ``["exit"]``: stop without a word (a provider that crashed).
 """
@@ -91,7 +92,8 @@ def run(start: StartMessage) -> None:
     for call_id, (verb, *args) in enumerate(steps):
         match verb:
             case "print":
-                _send(LogMessage(text=args[0]))
+                for _ in range(args[1] if len(args) > 1 else 1):
+                    _send(LogMessage(text=args[0]))
             case "call":
                 name, value = args
                 address = _address(start, name)
@@ -122,6 +124,10 @@ def run(start: StartMessage) -> None:
                 _write(args[0])
             case "flood":
                 _write("x" * args[0])
+            case "return-sized":
+                empty = encode_sandbox_message(DoneMessage(value=""))
+                _write(empty.decode().replace('""', '"' + "x" * (args[0] - len(empty)) + '"'))
+                return
             case "hang":
                 sys.stdin.read()
                 return

@@ -17,6 +17,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mycelium import AbortSignal, JsonValue
 from mycelium._exceptions import InvalidInput, OperationFailed, ToolError
+from mycelium._text import MAX_PRINTED_CHARS
 from mycelium.failures import (
     BadResponse,
     Cancelled,
@@ -75,11 +76,12 @@ async def _converse(request: SandboxRequest, process: Process) -> JsonValue:
     assert process.stdout is not None
     lines = BufferedByteReceiveStream(process.stdout)
     await _send(process.stdin, encode_host_message(start_message(request)))
+    printed = _Printed(request)
     calls_made = 0
     host_failures: dict[str, OperationFailed] = {}
     while True:
         try:
-            line = await lines.receive_until(b"\n", MAX_SANDBOX_MESSAGE_BYTES)
+            line = await lines.receive_until(b"\n", MAX_SANDBOX_MESSAGE_BYTES + 1)  # the bound, and its newline
         except anyio.DelimiterNotFound:
             raise SandboxError(BadResponse()) from None
         except (anyio.EndOfStream, anyio.IncompleteRead):
@@ -89,8 +91,7 @@ async def _converse(request: SandboxRequest, process: Process) -> JsonValue:
             case BadResponse():
                 raise SandboxError(message)
             case LogMessage(text=text):
-                if request.on_log is not None:
-                    request.on_log(text)
+                printed.add(text)
             case CallMessage():
                 calls_made += 1
                 result = await _call(request, message, host_failures)
@@ -103,6 +104,25 @@ async def _converse(request: SandboxRequest, process: Process) -> JsonValue:
                     # The host's own failure came back out unhandled: it is the host's, not the guest's.
                     raise host_failures[failure.message]
                 raise SandboxError(failure)
+
+
+class _Printed:
+    """The provider's printed output, passed on up to :data:`MAX_PRINTED_CHARS` in all, then cut once."""
+
+    def __init__(self, request: SandboxRequest) -> None:
+        self._on_log = request.on_log
+        self._left = MAX_PRINTED_CHARS
+
+    def add(self, text: str) -> None:
+        if self._on_log is None or self._left < 0:
+            return
+        if len(text) > self._left:
+            self._on_log(text[: self._left])
+            self._on_log("... (the rest of the output was cut)")
+            self._left = -1
+            return
+        self._left -= len(text)
+        self._on_log(text)
 
 
 async def _call(

@@ -6,7 +6,7 @@ BM25 over path segments, names, descriptions, the phrasings a host wrote for an 
 and input field names and descriptions; an exact path or name match ranks first. A search
 may hold several phrasings of one need (``["refund", "give the customer their money
 back"]``): their words make one query, so the operation that answers most of them comes
-first. A catalog given a :class:`~mycelium.discovery.SemanticRanker` (the ``semantic``
+first. A catalog given a :class:`~mycelium.semantic.SemanticRanker` (the ``semantic``
 extra) also ranks the need by meaning and fuses both rankings by reciprocal rank. Every
 output is bounded.
 

@@ -4,7 +4,7 @@
 async) returning one, as ``package.module:attribute`` or ``path/to/app.py:attribute``;
 the attribute defaults to ``create_catalog``. Instead of ``APP``, every verb takes
 ``--config FILE``: the ``mcpServers`` JSON config desktop agents use (see
-:mod:`mycelium.mcp.config`); its servers become one catalog, owned by the person running
+:mod:`mycelium.mcp._config`); its servers become one catalog, owned by the person running
 the command. Over Streamable HTTP (the default) the
 catalog is served at ``/mcp`` with uvicorn, behind a bearer token; over stdio it is
 served to the one client that launched the process.

@@ -22,7 +22,7 @@ def model_output(result: ToolResult) -> str:
     """What the model reads for one execute: the result's text, then what the program printed.
 
     The printed lines follow a blank line and a ``Printed:`` line, so a model can tell the
-    value (or the failure) from the output; past :data:`~mycelium.text.MAX_PRINTED_CHARS`
+    value (or the failure) from the output; past :data:`~mycelium._text.MAX_PRINTED_CHARS`
     they are cut, with a line saying how much.
     """
     if not result.logs:

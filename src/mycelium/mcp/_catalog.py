@@ -238,7 +238,6 @@ class McpCatalog(McpCatalogProvider):
         self._retired: set[_Loaded] = set()  # retired, still closing: their requests finish on them
         self._starting = anyio.Lock()
         self._tasks: TaskGroup | None = None
-        self._leaving: anyio.CancelScope | None = None
         self._exit = AsyncExitStack()
         self._closed = False
 
@@ -256,8 +255,6 @@ class McpCatalog(McpCatalogProvider):
         if self._tasks is not None or self._closed:
             raise RuntimeError("an McpCatalog runs once: enter it with `async with` a single time")
         check_backend(self._shared)
-        # Entered before the task group, so that leaving can be shielded (see __aexit__).
-        self._leaving = self._exit.enter_context(anyio.CancelScope())
         self._tasks = await self._exit.enter_async_context(anyio.create_task_group())
         return self
 
@@ -266,10 +263,11 @@ class McpCatalog(McpCatalogProvider):
     ) -> None:
         """Close the catalog (see :meth:`aclose`). Shielded: a catalog left because its task was
         cancelled (a server stopped by a signal) still closes everything it opened."""
-        if self._leaving is not None:
-            self._leaving.shield = True
         try:
-            await self.aclose()
+            # A scope of its own: the cancellation may already have reached the task group's.
+            # Each principal's runtime is cancelled with it, and closes what it owns on the way out.
+            with anyio.CancelScope(shield=True):
+                await self.aclose()
         finally:
             # Every runtime's task has ended by now. The block's own exception goes on as it is,
             # never wrapped in the task group's exception group.
@@ -397,7 +395,7 @@ def create_mcp_catalog(
     ``load(principal)`` (sync or async) returns the principal's current
     :class:`McpAuthority`; it runs before every execution and after every approval.
     ``sandbox`` is the host's isolated executor, shared by every principal (pass a
-    :class:`~mycelium.admission.SharedSandbox` to share it further). ``connections``
+    :class:`~mycelium.SharedSandbox` to share it further). ``connections``
     records connections: in memory by default, or ``SqliteConnections(path)`` so a
     restarted server resumes them. At most ``max_connections`` stay open in memory.
     ``semantic`` adds ranking by meaning to every principal's search (see :mod:`mycelium.semantic`).

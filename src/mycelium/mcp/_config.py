@@ -11,7 +11,7 @@ gets one ``execute`` tool over every server in it::
                     "headers": {"Authorization": "Bearer ${TRACKER_TOKEN}"},
                     "confirmDestructive": true}}}
 
-Each entry becomes one :func:`~mycelium.mcp.upstream.mcp_source` whose id is the entry's
+Each entry becomes one :func:`~mycelium.mcp.mcp_source` whose id is the entry's
 key (its guest name is derived from the key). Fields:
 
 - stdio: ``command`` (required), ``args`` (strings), ``env`` (added to the child's

@@ -4,7 +4,7 @@ A connection store keeps open connections in least-recently-used order and answe
 atomically: open this connection within ``bound`` (evicting the least recently used
 idle ones, or refusing when every one is busy), is this id an open connection of this
 principal, and forget it. Principals are stored by their
-:func:`~mycelium.mcp.principals.principal_key`, which names an actor and is never a
+:func:`~mycelium.mcp._principals.principal_key`, which names an actor and is never a
 credential. Real clients rarely end their connections, so a bound that only refused
 would lock users out: eviction is what keeps it.
 """

@@ -8,7 +8,7 @@ JSON value or raises :class:`SandboxError` with a typed failure. Derive an adapt
 :class:`LanguageFacts`, notes, unenforced limits, whether it can pause).
 
 A sandbox that can pause a run (one that :attr:`~Sandbox.suspends`) does so when a request
-says it may and a call's binding raises ``DecisionDeferred``: it lets the run's other calls
+says it may and a call's binding raises :class:`DecisionDeferred`: it lets the run's other calls
 settle, captures the run, and raises :class:`Suspended` carrying its state. Later, perhaps
 in another process, :meth:`Sandbox.resume` continues from that state with the paused call's
 outcome.
@@ -21,6 +21,7 @@ and :mod:`mycelium.sandbox.monty` the default adapter. This package knows nothin
 leases, runtimes or MCP.
 """
 
+from .._access import DecisionDeferred
 from .._bindings import BindingCallback
 from .._language import LanguageFacts
 from ..failures import SandboxError
@@ -46,6 +47,7 @@ from ._namespaces import (
 __all__ = [
     "UNENFORCED_LIMIT_NOTICES",
     "BindingCallback",
+    "DecisionDeferred",
     "LanguageFacts",
     "Leaf",
     "NamespaceTree",

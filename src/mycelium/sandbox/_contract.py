@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -29,6 +30,7 @@ __all__ = [
     "UnenforcedLimit",
     "Unrestorable",
     "check_backend",
+    "check_sandbox",
 ]
 
 UnenforcedLimit: TypeAlias = Literal["cpu", "memory", "output", "cancel"]
@@ -76,7 +78,7 @@ class SandboxRequest:
     max_result_bytes: int | None = None
     """The same for the program's result."""
     suspendable: bool = False
-    """Whether the run may pause at a deferred decision (only a :class:`SuspendingSandbox` is given it)."""
+    """Whether the run may pause at a deferred decision (given only to a sandbox that :attr:`~Sandbox.suspends`)."""
 
     # ``namespace_paths``, ``modules`` and ``stubs`` are the same objects, never changed, for
     # every request of one revision: a sandbox may keep per-revision work keyed on them.
@@ -107,7 +109,7 @@ class Suspended(Exception):
 
 
 class Unrestorable(Exception):
-    """The state handed to :meth:`SuspendingSandbox.resume` cannot be restored; nothing ran."""
+    """The state handed to :meth:`Sandbox.resume` cannot be restored; nothing ran."""
 
 
 class Sandbox(abc.ABC):
@@ -147,7 +149,7 @@ class Sandbox(abc.ABC):
 
         Must observe ``signal`` while starting and running, and must not return before
         the work it started has settled. A request that says it is ``suspendable`` may
-        pause: when a call's binding raises :class:`~mycelium.access.DecisionDeferred`,
+        pause: when a call's binding raises :class:`~mycelium.sandbox.DecisionDeferred`,
         the sandbox lets the run's other calls settle, captures the run, and raises
         :class:`Suspended` (only a sandbox that :attr:`suspends` is given such a request).
         """
@@ -181,3 +183,12 @@ def check_backend(sandbox: Sandbox) -> None:
             f"the {sandbox.adapter} sandbox runs only under asyncio, not under this event loop: run the program "
             "with anyio.run(main) or asyncio.run(main), or give it a sandbox that runs here"
         ) from None
+
+
+def check_sandbox(sandbox: Sandbox) -> None:
+    """Raise ``ValueError`` naming what a :class:`Sandbox` subclass states wrongly, before any run."""
+    for name in ("execute", "resume"):
+        if not inspect.iscoroutinefunction(getattr(sandbox, name)):
+            raise ValueError(f"the {sandbox.adapter} sandbox's {name} must be an async def")
+    if not isinstance(sandbox.language, LanguageFacts):
+        raise ValueError(f"the {sandbox.adapter} sandbox's language must be a LanguageFacts")

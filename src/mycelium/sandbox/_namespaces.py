@@ -97,7 +97,7 @@ def guest_input(
 
     ``TypeError`` for a wrong call shape; :class:`InvalidInput` naming the field for a value
     that is not JSON or encodes to more than ``max_bytes`` (``strings`` as for
-    :func:`~mycelium.values.json_size`). With ``positional`` (see :func:`positional_name`),
+    :func:`~mycelium._values.json_size`). With ``positional`` (see :func:`positional_name`),
     one positional value joins the keywords under that name.
     """
     if positional is not None and len(args) == 1 and not isinstance(args[0], Mapping):

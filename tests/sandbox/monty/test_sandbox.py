@@ -73,6 +73,7 @@ class Host:
 
 
 def _children() -> list[int]:
+    """This process's child processes that have not exited (a zombie waiting to be reaped has)."""
     mine = os.getpid()
     found = []
     for entry in Path("/proc").iterdir():
@@ -82,7 +83,8 @@ def _children() -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == mine:
+        state, parent = stat.rsplit(")", 1)[1].split()[:2]
+        if int(parent) == mine and state != "Z":
             found.append(int(entry.name))
     return found
 
@@ -432,3 +434,14 @@ def test_the_no_result_hint_reads_the_last_statement_from_the_programs_tail(code
     from mycelium.sandbox.monty._output import _ends_without_value
 
     assert _ends_without_value(code) is hinted
+
+
+async def test_a_runtime_left_because_its_scope_was_cancelled_stops_montys_worker_processes() -> None:
+    before = set(_children())
+    with anyio.fail_after(30), anyio.CancelScope() as scope:
+        async with Runtime(modules=[], sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
+            assert (await lease.execute_tool.run("return 1 + 1")).value == 2
+            assert set(_children()) - before, "the run started no worker process"
+            scope.cancel()  # the host is stopped (a signal, a timeout) while the runtime is open
+            await anyio.sleep_forever()
+    assert set(_children()) - before == set()

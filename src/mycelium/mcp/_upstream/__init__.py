@@ -1,7 +1,7 @@
 """Upstream MCP servers as capability sources: every tool of a server, one typed operation each.
 
 ``mcp_source(id, url=...)`` (Streamable HTTP) or ``mcp_source(id, command=...)`` (stdio)
-is a :class:`~mycelium.sources.CapabilitySource`. An acquisition opens a session with the
+is a :class:`~mycelium.CapabilitySource`. An acquisition opens a session with the
 official SDK client (or reuses the one still open), initializes it (the 2025-11-25
 handshake, which carries list changes and cancellation), pages through ``tools/list`` and
 projects the tools as the operations of one module whose id is the source id:

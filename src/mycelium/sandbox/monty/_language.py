@@ -146,4 +146,4 @@ MONTY_LANGUAGE = LanguageFacts(
     reserved_modules=GUEST_MODULES,
     builtins=GUEST_BUILTINS,
 )
-"""What a Monty program may use, as :class:`~mycelium.MontySandbox` tells the runtime."""
+"""What a Monty program may use, as :class:`~mycelium.sandbox.monty.MontySandbox` tells the runtime."""

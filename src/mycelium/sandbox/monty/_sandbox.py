@@ -50,7 +50,7 @@ class MontySandbox(Sandbox):
 
     - ``memory_limit_bytes``: heap per run (256 MiB).
     - ``max_recursion_depth``: guest call depth (200). Monty also stops converting a value
-      this deep, so it must be more than :data:`~mycelium.values.MAX_JSON_DEPTH`.
+      this deep, so it must be more than :data:`~mycelium._values.MAX_JSON_DEPTH`.
     - ``max_operation_calls``: operation calls per run (10,000); one more raises in the guest.
     - ``max_calls_in_flight``: calls of one run not yet settled (1,000); one more raises in the
       guest until some settle. Each pending call holds host objects, and thousands of them
@@ -162,7 +162,7 @@ class MontySandbox(Sandbox):
         """Run ``request.code`` in a fresh Monty session; see :mod:`mycelium.sandbox.monty` for limits.
 
         A ``suspendable`` request is driven step by step, so that it can pause: when a call's
-        binding raises :class:`~mycelium.access.DecisionDeferred`, the calls still in flight
+        binding raises :class:`~mycelium.sandbox.DecisionDeferred`, the calls still in flight
         settle, the run is captured, and :class:`~mycelium.sandbox.Suspended` is raised.
         """
         return await self._run(request, signal, None)
