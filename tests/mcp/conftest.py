@@ -32,11 +32,13 @@ from mycelium.mcp import (
     Member,
     Principal,
     Refused,
+    SecretKeys,
     TeamKey,
     create_mcp,
     create_mcp_catalog,
 )
 from mycelium.sandbox.monty import MontySandbox
+from mycelium.suspensions import Suspensions
 from tests.support.loopback import serve_asgi
 
 ALICE = Member("alice", "owner")
@@ -146,14 +148,15 @@ class Served:
         *,
         elicitation: Callable[..., Awaitable[Any]] | None = None,
         headers: dict[str, str] | None = None,
+        mode: str = "legacy",
     ) -> AsyncIterator[Client]:
-        """An SDK client session (protocol 2025-11-25, the one this server speaks)."""
+        """An SDK client: over a connection of 2025-11-25 (``"legacy"``) or per request (``"2026-07-28"``)."""
         sent = dict(headers or {})
         if token is not None:
             sent["Authorization"] = f"Bearer {token}"
         async with httpx2.AsyncClient(headers=sent, timeout=30) as http:
             transport = streamable_http_client(self.url, http_client=http)
-            options: dict[str, Any] = {"mode": "legacy"}
+            options: dict[str, Any] = {"mode": mode}
             if elicitation is not None:
                 options["elicitation_callback"] = elicitation
             async with Client(transport, **options) as client:
@@ -170,6 +173,8 @@ async def served(
     execution: ExecutionOptions | None = None,
     sandbox: MontySandbox | None = None,
     semantic: SemanticRanker | None = None,
+    suspensions: Suspensions | None = None,
+    secret_keys: SecretKeys | None = None,
 ) -> AsyncIterator[Served]:
     host = host or Host()
     async with AsyncExitStack() as stack:
@@ -180,12 +185,14 @@ async def served(
             connections=connections,
             max_connections=max_connections,
             semantic=semantic,
+            suspensions=suspensions,
         )
         await stack.enter_async_context(catalog)
         server = create_mcp(
             catalog=catalog,
             authenticate=host.authenticate,
             max_connections_per_principal=max_connections_per_principal,
+            secret_keys=secret_keys,
         )
         base = await stack.enter_async_context(serve_asgi(server.asgi))
         yield Served(f"{base}/mcp", server, catalog, host)

@@ -18,8 +18,8 @@ import anyio
 import httpx2
 import pytest
 
-from mycelium.mcp import PROTOCOL_VERSION
-
+PROTOCOL_VERSION = "2025-11-25"
+"""The handshake revision these raw exchanges speak (the newest one)."""
 ACCEPT = "application/json, text/event-stream"
 INITIALIZED: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 FORM_ELICITATION: dict[str, Any] = {"elicitation": {"form": {}}}
@@ -78,6 +78,36 @@ def call_execute(code: str, request_id: int | str = 2) -> dict[str, Any]:
 
 REQUEST_KINDS = ("initialize", "tools-call", "notification", "reply", "get-stream", "delete")
 """Every kind of HTTP request a client sends: each must be authenticated on its own."""
+
+
+MODERN = "2026-07-28"
+
+
+def modern_call(
+    code: str,
+    *,
+    request_id: int | str = 1,
+    capabilities: dict[str, Any] | None = FORM_ELICITATION,
+    request_state: str | None = None,
+    input_responses: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``tools/call`` of ``execute`` as 2026-07-28 sends it: everything about the client in ``_meta``."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+    }
+    params: dict[str, Any] = {"name": "execute", "arguments": {"code": code}, "_meta": meta}
+    if request_state is not None:
+        params["requestState"] = request_state
+    if input_responses is not None:
+        params["inputResponses"] = input_responses
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def modern_headers(token: str | None = "token-alice", **extra: str) -> dict[str, str]:
+    """The headers of a ``tools/call`` of ``execute`` over 2026-07-28, which repeat the routing in the body."""
+    return headers(token, version=MODERN, mcp_method="tools/call", mcp_name="execute", **extra)
 
 
 def request_of(kind: str, session: str, code: str = "return await notes.search()") -> tuple[str, str | None, Any]:

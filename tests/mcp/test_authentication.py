@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mycelium import Module
-from mycelium.mcp import PROTOCOL_VERSION, Admitted, McpAuthority, Refused, create_mcp, create_mcp_catalog
+from mycelium.mcp import PROTOCOL_VERSIONS, Admitted, McpAuthority, Refused, create_mcp, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox
 from tests.support.loopback import serve_asgi
 
@@ -218,11 +218,13 @@ async def test_an_sdk_clients_connection_cannot_be_used_by_another_principal() -
             assert json.loads(text_of(result)) == [{"id": 1, "text": "first"}]
 
 
-# -- the pinned protocol version ------------------------------------------------------------
+# -- the protocol versions served ----------------------------------------------------------
+
+_REQUEST_IDS = {"initialize": 1, "tools-call": 7}
 
 
-@pytest.mark.parametrize("version", ["2026-07-28", "2025-06-18", "2025-03-26", "2024-11-05", "1.0", ""])
-async def test_a_request_naming_another_protocol_version_gets_400(version: str) -> None:
+@pytest.mark.parametrize("version", ["1.0", "", "2099-01-01", "2025-11-25x", "2026-07-28;"])
+async def test_a_request_naming_a_version_no_era_speaks_gets_400_naming_the_served_ones(version: str) -> None:
     host = granted()
     async with served(host) as s, httpx2.AsyncClient(timeout=30) as http:
         session = await raw.open_session(http, s.url, capabilities=raw.FORM_ELICITATION)
@@ -231,25 +233,39 @@ async def test_a_request_naming_another_protocol_version_gets_400(version: str) 
                 http, s.url, kind, session, version=version, code="return await notes.create(text='x')"
             )
             assert answer.status == 400, (kind, answer.text)
-            assert PROTOCOL_VERSION in json.loads(answer.text)["error"]["message"]
+            error = json.loads(answer.text)
+            assert all(served_version in error["error"]["message"] for served_version in PROTOCOL_VERSIONS)
+            assert error["error"]["data"] == {"supported": list(PROTOCOL_VERSIONS)}
+            assert error["id"] == _REQUEST_IDS.get(kind)  # the request's own id, where it has one
             assert "mcp-session-id" not in answer.headers
         assert await still_works(http, s.url, session)
     assert host.writes == []
 
 
 @pytest.mark.parametrize("asked", ["2025-06-18", "2025-03-26", "2024-11-05"])
-async def test_an_initialize_asking_for_an_older_version_is_answered_with_the_pinned_one(asked: str) -> None:
-    # Answering with the older version would be a promise the server breaks: every later request
-    # of that client names it in MCP-Protocol-Version and gets 400.
+async def test_an_initialize_asking_for_an_older_handshake_version_is_served_in_it(asked: str) -> None:
     async with served(granted()) as s, httpx2.AsyncClient(timeout=30) as http:
         body = raw.initialize(1)
         body["params"]["protocolVersion"] = asked
         answer = await raw.send(http, "POST", s.url, sent=raw.headers(version=None), body=body)
         assert answer.status == 200
-        assert answer.result()["protocolVersion"] == PROTOCOL_VERSION
+        assert answer.result()["protocolVersion"] == asked
+        session = answer.headers["mcp-session-id"]
+        notified = await raw.send(
+            http, "POST", s.url, sent=raw.headers(session=session, version=asked), body=raw.INITIALIZED
+        )
+        assert notified.status == 202
+        listed = await raw.send(
+            http,
+            "POST",
+            s.url,
+            sent=raw.headers(session=session, version=asked),
+            body={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        )
+        assert [tool["name"] for tool in listed.result()["tools"]] == ["execute"]
 
 
-async def test_an_auto_negotiating_sdk_client_falls_back_to_the_pinned_version() -> None:
+async def test_an_auto_negotiating_sdk_client_speaks_2026_07_28_without_a_refusal() -> None:
     host = granted()
     exchanges: list[tuple[str | None, int]] = []
 
@@ -262,12 +278,10 @@ async def test_an_auto_negotiating_sdk_client_falls_back_to_the_pinned_version()
         )
         async with http, Client(streamable_http_client(s.url, http_client=http)) as client:  # mode "auto"
             result = await client.call_tool("execute", {"code": "return await notes.create(text='negotiated')"})
-            assert client.protocol_version == PROTOCOL_VERSION
+            assert client.protocol_version == "2026-07-28"
     assert json.loads(text_of(result)) == {"id": 3, "text": "negotiated"}
-    newer = [status for version, status in exchanges if version not in (None, PROTOCOL_VERSION)]
-    assert newer  # it tried a newer version first
-    assert set(newer) == {400}  # and was told no
-    assert all(status < 400 for version, status in exchanges if version in (None, PROTOCOL_VERSION))
+    assert exchanges
+    assert all(version == "2026-07-28" and status == 200 for version, status in exchanges)
 
 
 # -- Host and Origin ------------------------------------------------------------------------

@@ -27,10 +27,10 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Message
 
-from mycelium.mcp import PROTOCOL_VERSION, _sdk
+from mycelium.mcp import _sdk
 from mycelium.mcp._http import stays_connected, watch
 
-from .raw_http import ACCEPT, INITIALIZED, initialize, messages
+from .raw_http import ACCEPT, INITIALIZED, PROTOCOL_VERSION, initialize, messages
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = AuthenticatedUser(AccessToken(token="alice", client_id="alice", scopes=[]))

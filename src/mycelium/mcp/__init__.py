@@ -14,15 +14,16 @@ from ._catalog import (
     create_mcp_catalog,
 )
 from ._connections import ConnectionStore, MemoryConnections, SqliteConnections
+from ._keys import SecretKeys
 from ._principals import Admitted, Agent, Authenticate, Member, Principal, Refused, TeamKey, bearer_tokens
-from ._server import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, PROTOCOL_VERSION, McpServer, create_mcp
+from ._server import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, PROTOCOL_VERSIONS, McpServer, create_mcp
 from ._upstream import mcp_source
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "LOOPBACK_HOSTS",
     "LOOPBACK_ORIGINS",
-    "PROTOCOL_VERSION",
+    "PROTOCOL_VERSIONS",
     "Admitted",
     "Agent",
     "Authenticate",
@@ -37,6 +38,7 @@ __all__ = [
     "MemoryConnections",
     "Principal",
     "Refused",
+    "SecretKeys",
     "SqliteConnections",
     "TeamKey",
     "bearer_tokens",

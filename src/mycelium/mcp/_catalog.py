@@ -39,8 +39,9 @@ from .._sources import CapabilitySource
 from .._tool_calls import ToolCall, ToolDefinition, ToolResult
 from ..sandbox import Sandbox
 from ..sandbox._contract import check_backend
+from ..suspensions import Suspensions
 from ._connections import ConnectionStore, MemoryConnections
-from ._principals import Principal, principal_key
+from ._principals import Principal, principal_key, principal_session
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
@@ -173,6 +174,25 @@ class McpCatalogProvider(abc.ABC):
         """Run one ``execute`` call with ``context.access`` for every operation call it makes."""
         ...
 
+    @property
+    def suspensions(self) -> Suspensions | None:
+        """Where runs paused for a person's approval wait, or ``None`` when this provider cannot pause runs.
+
+        With suspensions, a program that reaches a ``confirm=True`` operation pauses into
+        the store and frees its sandbox slot while the person decides; the answer resumes
+        it (:meth:`resume_run`), on any replica sharing the store and the keys. Without, the
+        run waits inside the request over the handshake revisions, and a confirmation is
+        unavailable over 2026-07-28. ``None`` unless a provider overrides it.
+        """
+        return None
+
+    async def resume_run(self, suspension_id: str, approved: bool, context: McpExecutionContext) -> ToolResult:
+        """Continue the run paused as ``suspension_id`` with the person's decision, under ``context``.
+
+        Called only when :attr:`suspensions` is set; a provider that sets it overrides this.
+        """
+        raise NotImplementedError(f"{type(self).__name__} keeps suspensions but does not resume them")
+
 
 @dataclass(eq=False)
 class _Loaded:
@@ -209,6 +229,7 @@ class McpCatalog(McpCatalogProvider):
         connections: ConnectionStore,
         max_connections: int,
         semantic: SemanticRanker | None = None,
+        suspensions: Suspensions | None = None,
     ) -> None:
         if not callable(load):
             raise ValueError("load must be a callable taking a principal and returning an McpAuthority")
@@ -234,6 +255,11 @@ class McpCatalog(McpCatalogProvider):
         )
         self._connections = connections
         self._semantic = semantic
+        check_optional("suspensions", suspensions, Suspensions, "Suspensions")
+        if suspensions is not None and not sandbox.suspends:
+            raise ValueError(f"suspensions need a sandbox that can resume runs; {sandbox.adapter!r} cannot")
+        # A sandbox that can resume pauses at approvals by default, in this process's memory.
+        self._suspensions = suspensions if suspensions is not None or not sandbox.suspends else Suspensions()
         self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
         self._retired: set[_Loaded] = set()  # retired, still closing: their requests finish on them
         self._starting = anyio.Lock()
@@ -245,6 +271,11 @@ class McpCatalog(McpCatalogProvider):
     def max_connections(self) -> int:
         """How many connections the server keeps open in memory."""
         return self._max_connections
+
+    @property
+    def suspensions(self) -> Suspensions | None:
+        """Where runs paused for approval wait: the store given, or this process's memory."""
+        return self._suspensions
 
     @property
     def sandbox(self) -> SharedSandbox:
@@ -290,7 +321,11 @@ class McpCatalog(McpCatalogProvider):
             if self._owns_sandbox:
                 await self._shared.aclose()
         finally:
-            await self._connections.aclose()
+            try:
+                await self._connections.aclose()
+            finally:
+                if self._suspensions is not None:
+                    await self._suspensions.store.aclose()
 
     async def open(
         self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
@@ -328,9 +363,14 @@ class McpCatalog(McpCatalogProvider):
     async def execute(self, call: ToolCall, context: McpExecutionContext) -> ToolResult:
         """Run ``call`` on a lease held for exactly this request, with the request's access."""
         runtime = await self._runtime(context.principal, context.authority)
-        session = Session(context.connection_id) if context.connection_id else None
-        async with runtime.lease(session=session, access=context.access) as lease:
+        async with runtime.lease(session=_session(context), access=context.access) as lease:
             return await lease.execute_tool.prepare(call).execute()
+
+    async def resume_run(self, suspension_id: str, approved: bool, context: McpExecutionContext) -> ToolResult:
+        """Resume a paused run on a lease held for exactly this request, with the request's access."""
+        runtime = await self._runtime(context.principal, context.authority)
+        async with runtime.lease(session=_session(context), access=context.access) as lease:
+            return await runtime.resume(suspension_id, approved=approved, lease=lease)
 
     async def _runtime(self, principal: Principal, authority: McpAuthority) -> Runtime:
         key = principal_key(principal)
@@ -353,6 +393,7 @@ class McpCatalog(McpCatalogProvider):
                 # Every lease brings the request's access; this one only stands behind an unexpected path.
                 access=Access(explicit=True),
                 semantic=self._semantic,
+                suspensions=self._suspensions,
             )
             fresh = _Loaded(runtime, tuple(authority.sources))
             await tasks.start(self._run, fresh)
@@ -381,6 +422,15 @@ class McpCatalog(McpCatalogProvider):
             loaded.closed.set()
 
 
+def _session(context: McpExecutionContext) -> Session:
+    """The session a run belongs to: its connection's, or (without one) its principal's own.
+
+    Requests of 2026-07-28 have no connection, and a paused run must be found again by
+    whichever replica the retry reaches: the principal's session is the same everywhere.
+    """
+    return Session(context.connection_id or principal_session(context.principal))
+
+
 def create_mcp_catalog(
     *,
     load: Load,
@@ -389,6 +439,7 @@ def create_mcp_catalog(
     connections: ConnectionStore | None = None,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     semantic: SemanticRanker | None = None,
+    suspensions: Suspensions | None = None,
 ) -> McpCatalog:
     """The MCP catalog for installed apps.
 
@@ -399,6 +450,9 @@ def create_mcp_catalog(
     records connections: in memory by default, or ``SqliteConnections(path)`` so a
     restarted server resumes them. At most ``max_connections`` stay open in memory.
     ``semantic`` adds ranking by meaning to every principal's search (see :mod:`mycelium.semantic`).
+    ``suspensions`` is where a run paused for a person's approval waits, its sandbox slot
+    free (see :mod:`mycelium.suspensions`): by default this process's memory, when the
+    sandbox can resume runs; several replicas share a ``PostgresSuspensions`` and one key ring.
     Run it with ``async with catalog:``; leaving the block closes every principal's
     runtime (once their requests are done), the store, and the sandbox too, unless it was a
     ``SharedSandbox`` (whose owner closes it).
@@ -410,4 +464,5 @@ def create_mcp_catalog(
         connections=connections if connections is not None else MemoryConnections(),
         max_connections=max_connections,
         semantic=semantic,
+        suspensions=suspensions,
     )

@@ -1,9 +1,13 @@
-"""Confirmation by MCP form elicitation, and the rest of one request's access.
+"""Confirmation by a person over MCP, and the rest of one request's access.
 
 A ``confirm=True`` operation asks the person through the client: the question names the
-module, the operation and its access label, never the arguments or a credential. The
-run waits in place; a decline, a cancel, a client that cannot be asked, or one that
-leaves refuses the call, and an approval is followed by a fresh read of authority.
+module, the operation and its access label, never the arguments or a credential. When
+the catalog keeps suspensions the run pauses first, so nothing waits in a sandbox slot
+while the person decides: over 2026-07-28 the client is handed the question with the
+call's result, over a connection the server asks by elicitation. Without suspensions the
+run waits in place (connections only). A decline, a cancel, a client that cannot be
+asked, or one that leaves refuses the call; an approval is followed by a fresh read of
+authority.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
-from .._access import Access, ConfirmRequest, Grant
+from .._access import Access, ConfirmAnswer, ConfirmRequest, Grant
+from ..suspensions import Suspension
 from ._catalog import McpAuthority
 
-__all__ = ["APPROVAL_SCHEMA", "RequestAccess"]
+__all__ = ["APPROVAL", "APPROVAL_SCHEMA", "RequestAccess", "approval_question", "approved"]
 
 logger = logging.getLogger("mycelium.mcp")
+
+APPROVAL = "approval"
+"""The key of the one input an approval asks for, in an input-required result and its answer."""
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -36,13 +44,34 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
+def approval_question(request: ConfirmRequest | Suspension) -> str:
+    """What the person is asked about one call: its path, module and access label, never its arguments."""
+    action = "changes something" if request.access == "write" else "reads"
+    return f"Allow one call of {request.path}? It {action} ({request.access}) in module {request.module_id}."
+
+
+def approved(answer: object) -> bool | None:
+    """The person's decision in a client's answer to the approval form; ``None`` when there is no answer.
+
+    Only an accepted form that leaves ``approve`` true (its default) approves; a decline, a
+    cancel or any other answer refuses the call.
+    """
+    if answer is None:
+        return None
+    if not isinstance(answer, types.ElicitResult):
+        return False
+    return answer.action == "accept" and (answer.content or {}).get("approve", True) is True
+
+
 class RequestAccess:
-    """The access of one execute request: grants read afresh, re-authentication, elicitation.
+    """The access of one execute request: grants read afresh, re-authentication, asking the person.
 
     ``still_admitted`` re-runs the request's authentication (before every operation
     call); ``refresh`` reads the principal's authority again (after every approval);
     ``read_only`` caps writes at read (a connection resumed without its client's
-    capabilities); ``gone`` is set when the client leaves.
+    capabilities); ``gone`` is set when the client leaves. With ``pause`` a confirmation
+    the client can answer defers, so the run pauses into the catalog's suspensions;
+    ``modern`` says the request is of 2026-07-28, where a person is asked only that way.
     """
 
     def __init__(
@@ -54,35 +83,58 @@ class RequestAccess:
         still_admitted: Callable[[], Awaitable[bool]] | None,
         read_only: bool,
         gone: anyio.Event | None,
+        pause: bool,
+        modern: bool,
     ) -> None:
         self._ctx = ctx
-        self._authority = authority
+        self.authority = authority
+        """The principal's authority as last read."""
         self._refresh = refresh
         self._still_admitted = still_admitted
         self._read_only = read_only
         self._gone = gone
+        self._pause = pause
+        self._modern = modern
         self.access = Access(explicit=True, session_grants=self._grants, confirm=self._confirm)
         """The access every operation call of the execute goes through."""
+
+    async def refreshed(self) -> None:
+        """Read the principal's authority again: what holds now, not when the person was asked."""
+        self.authority = await self._refresh()
 
     async def _grants(self) -> Mapping[str, Grant]:
         if self._still_admitted is not None and not await self._still_admitted():
             return {}  # the credential no longer admits this principal: every module is refused
-        grants = self._authority.grants
+        grants = self.authority.grants
         if self._read_only:
             return {key: "read" if grant == "write" else grant for key, grant in grants.items()}
         return grants
 
-    async def _confirm(self, request: ConfirmRequest) -> bool | None:
+    def _can_ask(self) -> bool:
         session = self._ctx.session
         capability = session.client_capabilities.elicitation if session.client_capabilities else None
         supports_form = capability is not None and (capability.form is not None or capability.url is None)
-        if not supports_form or not session.can_send_request:
+        # Over 2026-07-28 the question travels with the answer; over a connection, as a request of its own.
+        return supports_form and (self._modern or session.can_send_request)
+
+    async def _confirm(self, request: ConfirmRequest) -> ConfirmAnswer:
+        if not self._can_ask():
             return None
-        action = "changes something" if request.access == "write" else "reads"
-        message = (
-            f"Allow one call of {request.path}? It {action} ({request.access}) in module "
-            f"{request.module_id} ({request.module_name})."
-        )
+        if self._pause:
+            return "defer"
+        if self._modern:
+            return None  # nothing can wait for the answer in a request that stands alone
+        answer = await self.ask(approval_question(request))
+        if answer:
+            await self.refreshed()
+        return answer
+
+    async def ask(self, question: str) -> bool:
+        """Ask the person over this request's connection; whether they approved.
+
+        A client that leaves while asked, or answers with something unusable, declines.
+        """
+        session = self._ctx.session
         answer: types.ElicitResult | None = None
         try:
             async with anyio.create_task_group() as group:
@@ -90,7 +142,7 @@ class RequestAccess:
                 async def ask() -> None:
                     nonlocal answer
                     answer = await session.elicit_form(
-                        message=message, requested_schema=APPROVAL_SCHEMA, related_request_id=self._ctx.request_id
+                        message=question, requested_schema=APPROVAL_SCHEMA, related_request_id=self._ctx.request_id
                     )
                     group.cancel_scope.cancel()
 
@@ -104,12 +156,9 @@ class RequestAccess:
                     group.start_soon(walk_away, self._gone)
         except Exception as exc:
             # A closed connection or a malformed answer: nobody approved. Said in one line; it is routine.
-            logger.info("no usable answer to a confirmation of %s (%s); declined", request.path, type(exc).__name__)
+            logger.info("no usable answer to a confirmation (%s); declined", type(exc).__name__)
             return False
         if answer is None:
-            logger.info("the client left while asked to confirm %s; declined", request.path)
+            logger.info("the client left while asked to confirm a call; declined")
             return False
-        if answer.action != "accept" or (answer.content or {}).get("approve", True) is not True:
-            return False
-        self._authority = await self._refresh()  # what holds now, not when the person was asked
-        return True
+        return approved(answer) is True

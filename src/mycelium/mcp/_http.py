@@ -13,29 +13,7 @@ from collections.abc import Callable
 import anyio
 from starlette.types import Message, Receive, Send
 
-__all__ = ["Answered", "pin_initialize", "releasing", "request_id", "send_error", "stays_connected", "watch"]
-
-
-def pin_initialize(body: bytes, version: str) -> bytes:
-    """Make an ``initialize`` ask for ``version``, the one served, so the SDK answers with it.
-
-    A client that asked for an older version and got it would name that version in every
-    later request, and every one would be refused. Told the pinned version instead, the
-    client either speaks it or ends the connection, as the protocol prescribes. Anything
-    else passes through untouched, for the SDK to judge.
-    """
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):  # the SDK answers malformed JSON itself
-        return body
-    if not isinstance(message, dict) or message.get("method") != "initialize":
-        return body
-    params = message.get("params")
-    if not isinstance(params, dict) or params.get("protocolVersion") == version:
-        return body
-    if "protocolVersion" not in params:
-        return body
-    return json.dumps({**message, "params": {**params, "protocolVersion": version}}).encode()
+__all__ = ["Answered", "message_id", "releasing", "request_id", "send_error", "stays_connected", "watch"]
 
 
 async def stays_connected() -> Message:
@@ -109,10 +87,9 @@ class Answered:
             await self({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def request_id(body: bytes | None) -> str | None:
-    """The key the SDK files a request's answer under (``str`` of its id), ``None`` if not a request.
+def message_id(body: bytes | None) -> int | str | None:
+    """The JSON-RPC id of the request in ``body``; ``None`` for a notification or anything unreadable.
 
-    The SDK keys by ``str(id)``, so ``1`` and ``"1"`` are one slot there and must be one here.
     Only integer and string ids make a request; the SDK takes anything else for a notification.
     """
     if not body:
@@ -126,12 +103,35 @@ def request_id(body: bytes | None) -> str | None:
     identifier = message.get("id")
     if isinstance(identifier, bool) or not isinstance(identifier, int | str):
         return None
-    return str(identifier)
+    return identifier
 
 
-async def send_error(send: Send, status: int, message: str, *, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    """A JSON-RPC error body (no request id) with an HTTP status. It never echoes the request."""
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
+def request_id(body: bytes | None) -> str | None:
+    """The key the SDK files a request's answer under (``str`` of its id), ``None`` if not a request.
+
+    The SDK keys by ``str(id)``, so ``1`` and ``"1"`` are one slot there and must be one here.
+    """
+    identifier = message_id(body)
+    return None if identifier is None else str(identifier)
+
+
+async def send_error(
+    send: Send,
+    status: int,
+    message: str,
+    *,
+    extra: list[tuple[bytes, bytes]] | None = None,
+    echo: int | str | None = None,
+    data: dict[str, object] | None = None,
+) -> None:
+    """A JSON-RPC error body with an HTTP status, answering request ``echo`` (``None``: no request).
+
+    It never echoes anything else of the request.
+    """
+    error: dict[str, object] = {"code": -32600, "message": message}
+    if data is not None:
+        error["data"] = data
+    body = json.dumps({"jsonrpc": "2.0", "id": echo, "error": error}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -7,6 +7,7 @@ itself, so a principal may be logged, stored with a connection and compared free
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, Mapping
@@ -25,6 +26,7 @@ __all__ = [
     "TeamKey",
     "bearer_tokens",
     "principal_key",
+    "principal_session",
 ]
 
 
@@ -84,6 +86,15 @@ def principal_key(principal: Principal) -> str:
         case _:
             raise ValueError(f"not a principal: {type(principal).__name__}")
     return json.dumps(parts, ensure_ascii=True, separators=(",", ":"))
+
+
+def principal_session(principal: Principal) -> str:
+    """The session id of ``principal``'s connection-free requests: the same on every replica.
+
+    A digest of its :func:`principal_key`, so operations that see the session id see no
+    member id or role, and ids of any length give a session id of one length.
+    """
+    return "principal-" + hashlib.sha256(principal_key(principal).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,28 @@
 """The MCP server: one ``execute`` tool over Streamable HTTP (or stdio), authenticated per request.
 
-Built on the official SDK's low-level server and its Streamable HTTP session manager in
-stateful SSE mode, so a tool call can ask the person through form elicitation while it
-runs. This module adds what the SDK leaves to the host:
+Built on the official SDK's low-level server and its Streamable HTTP session manager,
+which serves both eras of the protocol on one endpoint: 2026-07-28, where every request
+stands alone (no ``initialize``, no session; version and capabilities in its ``_meta``),
+and the handshake revisions up to 2025-11-25, in stateful SSE mode so a tool call can
+ask the person through form elicitation while it runs. This module adds what the SDK
+leaves to the host:
 
 - ``authenticate`` runs for every HTTP request (requests, notifications, the client's
   replies, GET streams, DELETE) and again before every operation call of an execute.
-- The protocol is pinned to 2025-11-25: a request naming another
-  ``MCP-Protocol-Version`` gets HTTP 400, so a negotiating client falls back to it.
-- A connection is bound to the principal that opened it; another principal presenting
-  its id gets 404, as if it did not exist.
+  The principal always comes from the credential, never from a request's ``_meta``.
+- A ``MCP-Protocol-Version`` no era speaks gets HTTP 400 naming the versions served.
+- A ``confirm=True`` operation pauses the run into the catalog's suspensions, so its
+  sandbox slot is free while the person decides. Over 2026-07-28 the call answers with
+  an input-required result whose sealed ``requestState`` names the paused run; the
+  client's retry with the answer resumes it on whichever replica it reaches. Over the
+  handshake revisions the server asks by elicitation and resumes the run itself.
+- A connection (handshake revisions) is bound to the principal that opened it; another
+  principal presenting its id gets 404, as if it did not exist.
 - At most ``catalog.max_connections`` connections stay open in memory; opening one more
   evicts the least recently used idle one (a connection running an execute is never
   evicted). A connection the catalog still records, but this process does not hold (after
-  a restart), is resumed for its own principal, without elicitation: it may read but
-  not write until the client initializes a fresh connection.
+  a restart, or on another replica), is resumed for its own principal, without
+  elicitation: it may read but not write until the client initializes a fresh connection.
 - Each execute reads the principal's authority afresh, and again after each approval.
 """
 
@@ -24,6 +32,7 @@ import contextvars
 import inspect
 import json
 import logging
+import secrets
 import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -37,29 +46,35 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._distribution import VERSION
-from .._execute import ToolCall, ToolResult
+from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
 from .._options import check_int
 from .._text import new_reference, printed
 from ._catalog import McpCatalogProvider, McpExecutionContext
-from ._elicitation import RequestAccess
-from ._http import Answered, pin_initialize, releasing, request_id, send_error, stays_connected, watch
+from ._elicitation import APPROVAL, APPROVAL_SCHEMA, RequestAccess, approval_question, approved
+from ._http import Answered, message_id, releasing, request_id, send_error, stays_connected, watch
+from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
 from ._sdk import adopt_transport, discard_transport, held_transport, serve_opening_request
 
-__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSION", "McpServer", "create_mcp"]
+__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSIONS", "McpServer", "create_mcp"]
 
 logger = logging.getLogger("mycelium.mcp")
 
-PROTOCOL_VERSION = "2025-11-25"
-"""The one MCP protocol version served: the newest with requests from server to client (elicitation)."""
+PROTOCOL_VERSIONS: tuple[str, ...] = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+"""Every MCP protocol revision served, oldest first: the handshake revisions and 2026-07-28."""
+EXECUTE = "execute"
+"""The one tool's name."""
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 """The ``Host`` values accepted by default: loopback, any port."""
@@ -73,6 +88,7 @@ _SDK_STREAM_KEYS = frozenset({"_GET_stream"})
 _MAX_HELD_IDS = 1_024
 _METHODS = frozenset({"POST", "GET", "DELETE"})
 _TOUCH_EVERY_S = 1.0
+_STATE_TTL_S = 600.0  # without suspensions nothing is paused, and a requestState never needs to live long
 
 # Over stdio there is no HTTP request to read the principal from: it is the server's configured one.
 _STDIO_PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("mycelium_mcp_stdio_principal")
@@ -111,11 +127,14 @@ class McpServer:
         max_request_bytes: int,
         authenticate_timeout_ms: int,
         max_connections_per_principal: int | None,
+        secret_keys: SecretKeys | None,
     ) -> None:
         if not isinstance(catalog, McpCatalogProvider):
             raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
         if not callable(authenticate):
             raise ValueError("authenticate must be a callable taking the HTTP request")
+        if secret_keys is not None and not isinstance(secret_keys, SecretKeys):
+            raise ValueError(f"secret_keys must be a SecretKeys, got {type(secret_keys).__name__}")
         self._catalog = catalog
         self._authenticate = authenticate
         self._authenticate_timeout_s = check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
@@ -127,9 +146,26 @@ class McpServer:
             else check_int("max_connections_per_principal", max_connections_per_principal)
         )
         self._server: Server[Any] = Server(
-            name, version=VERSION, on_list_tools=self._list_tools, on_call_tool=self._call_tool
+            name,
+            version=VERSION,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            # Without it the SDK lists the tools (a load() and a lease) before every call of 2026-07-28,
+            # to check Mcp-Param headers against a schema that is always the same.
+            get_tool_input_schema=lambda tool: EXECUTE_INPUT_SCHEMA if tool == EXECUTE else None,
         )
         self._server.middleware.append(self._instructions)
+        # The SDK's boundary seals every requestState it hands out and opens every one that comes
+        # back (AES-GCM under the ring, bound to the principal, the tool call and a deadline), so
+        # the handler only ever sees state it minted. A ring of this process alone serves one replica.
+        suspensions = catalog.suspensions
+        keys = secret_keys if secret_keys is not None else SecretKeys.of(secrets.token_hex(32))
+        security = RequestStateSecurity(
+            keys=keys.request_state_keys(),
+            ttl=suspensions.expires_after_ms / 1000 if suspensions is not None else _STATE_TTL_S,
+            bind_principal=lambda ctx: principal_key(self._caller(ctx)[0]),
+        )
+        self._server.middleware.append(RequestStateBoundary(security, default_audience=name))
         self._manager = StreamableHTTPSessionManager(
             app=self._server,
             json_response=False,
@@ -175,10 +211,6 @@ class McpServer:
             await send_error(send, 405, "use POST, GET or DELETE", extra=[(b"allow", b"GET, POST, DELETE")])
             return
         connection = HTTPConnection(scope)
-        version = connection.headers.get("mcp-protocol-version")
-        if version is not None and version != PROTOCOL_VERSION:
-            await send_error(send, 400, f"this server speaks MCP protocol version {PROTOCOL_VERSION} only")
-            return
         principal = await self._admit(connection)
         if isinstance(principal, Refused):
             extra = [(b"www-authenticate", b'Bearer realm="mcp"')] if principal.status == 401 else []
@@ -196,11 +228,18 @@ class McpServer:
             if body is None:
                 await send_error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
                 return
-            if session_id is None:
-                body = pin_initialize(body, PROTOCOL_VERSION)
+        version = connection.headers.get("mcp-protocol-version")
+        if version is not None and version not in PROTOCOL_VERSIONS:
+            served = ", ".join(PROTOCOL_VERSIONS)
+            message = f"unsupported MCP protocol version; this server speaks {served}"
+            await send_error(send, 400, message, echo=message_id(body), data={"supported": list(PROTOCOL_VERSIONS)})
+            return
         answered = Answered(send)
         watched = watch(receive, gone, first=body)
-        if session_id is None:
+        if version in MODERN_PROTOCOL_VERSIONS:
+            # One request, one answer, nothing kept: the SDK's per-request entry serves it whole.
+            await self._manager.handle_request(scope, watched, answered)
+        elif session_id is None:
             await self._manager.handle_request(scope, watched, self._opening(principal, answered))
         else:
             await self._continue(scope, watched, answered, principal, session_id, request_id(body))
@@ -433,7 +472,7 @@ class McpServer:
             (b"content-type", b"application/json"),
             (b"accept", b"application/json, text/event-stream"),
             (_SESSION_HEADER.encode(), session_id.encode()),
-            (b"mcp-protocol-version", PROTOCOL_VERSION.encode()),
+            (b"mcp-protocol-version", LATEST_HANDSHAKE_VERSION.encode()),
         ]
         handshake = {**scope, "method": "POST", "headers": headers, "query_string": b""}
         status = 0
@@ -506,8 +545,12 @@ class McpServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.name != EXECUTE:
+            # Not a tool result: the spec answers a tool nobody offered as invalid params.
+            raise MCPError(code=types.INVALID_PARAMS, message=f"this server has one tool, {EXECUTE!r}")
         principal, request, session_id = self._caller(ctx)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         connection = self._connections.get(session_id) if session_id else None
         if connection is not None:
             connection.running += 1
@@ -520,10 +563,35 @@ class McpServer:
                 still_admitted=None if request is None else lambda: self._still_admitted(request, principal),
                 read_only=connection is not None and connection.resumed,
                 gone=None if request is None else request.scope.get(_GONE),
+                pause=self._catalog.suspensions is not None,
+                modern=modern,
             )
             call = ToolCall(id=str(ctx.request_id), name=params.name, arguments=params.arguments or {})
-            context = McpExecutionContext(principal, session_id, authority, access.access, call.id)
-            return _tool_result(await self._catalog.execute(call, context))
+
+            def context() -> McpExecutionContext:
+                return McpExecutionContext(principal, session_id, access.authority, access.access, call.id)
+
+            paused = _paused(params.request_state) if modern else None
+            if paused is None:
+                result = await self._catalog.execute(call, context())
+            else:
+                answer = approved((params.input_responses or {}).get(APPROVAL))
+                if answer is None:  # a retry without the person's answer is asked again
+                    return _input_required(paused)
+                # The authority read for this retry is already what holds after the person answered.
+                result = await self._catalog.resume_run(paused.suspension_id, answer, context())
+            while result.suspension is not None:
+                question = approval_question(result.suspension)
+                if modern:
+                    return _input_required(_Paused(result.suspension.id, question))
+                # Over a connection the server asks while the paused run holds nothing.
+                answer = await access.ask(question)
+                if answer:
+                    await access.refreshed()
+                result = await self._catalog.resume_run(result.suspension.id, answer, context())
+            return _tool_result(result)
+        except MCPError:
+            raise
         except Exception:
             reference = new_reference()
             logger.exception("execute over MCP failed on the host, reference %s", reference)
@@ -537,6 +605,40 @@ class McpServer:
         _STDIO_PRINCIPAL.set(principal)
         async with stdio_server() as (read, write):
             await self._server.run(read, write, self._server.create_initialization_options())
+
+
+@dataclass(frozen=True)
+class _Paused:
+    """What a requestState carries: the paused run's id in the store, and the question to ask again.
+
+    Only the SDK's boundary ever sees it sealed; it opened and checked the client's copy
+    (key, principal, tool call, deadline) before this module reads it.
+    """
+
+    suspension_id: str
+    question: str
+
+    def state(self) -> str:
+        return json.dumps({"suspension": self.suspension_id, "question": self.question})
+
+
+def _paused(state: str | None) -> _Paused | None:
+    """The paused run a retry's (already opened) requestState names; ``None`` on a first call."""
+    if state is None:
+        return None
+    try:
+        fields = json.loads(state)
+        return _Paused(str(fields["suspension"]), str(fields["question"]))
+    except (ValueError, TypeError, KeyError):
+        # Minted by this server under the ring yet unreadable: another release's state.
+        raise MCPError(code=types.INVALID_PARAMS, message="Invalid or expired requestState") from None
+
+
+def _input_required(paused: _Paused) -> types.InputRequiredResult:
+    form = types.ElicitRequestFormParams(message=paused.question, requested_schema=APPROVAL_SCHEMA)
+    return types.InputRequiredResult(
+        input_requests={APPROVAL: types.ElicitRequest(params=form)}, request_state=paused.state()
+    )
 
 
 def _tool_result(result: ToolResult) -> types.CallToolResult:
@@ -560,6 +662,7 @@ def create_mcp(
     max_request_bytes: int = 256 * 1024,
     authenticate_timeout_ms: int = 10_000,
     max_connections_per_principal: int | None = None,
+    secret_keys: SecretKeys | None = None,
 ) -> McpServer:
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
@@ -573,6 +676,8 @@ def create_mcp(
     ``max_connections_per_principal`` (default: half of ``catalog.max_connections``, at
     least 1) is how many of the held connections one principal may have: its next one
     replaces its own least recently used idle connection, or gets 503 if all are busy.
+    ``secret_keys`` seals the ``requestState`` of approvals over 2026-07-28: every replica
+    behind one address needs the same ring (by default a key of this process only).
     """
     return McpServer(
         catalog=catalog,
@@ -583,4 +688,5 @@ def create_mcp(
         max_request_bytes=max_request_bytes,
         authenticate_timeout_ms=authenticate_timeout_ms,
         max_connections_per_principal=max_connections_per_principal,
+        secret_keys=secret_keys,
     )
