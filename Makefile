@@ -3,7 +3,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Third-party MCP servers for tests/thirdparty, pinned one `package@version` a line; git ignores the folder.
+# Third-party MCP servers for tests/thirdparty, and the official MCP conformance suite with the Node (>= 22)
+# it needs, from npm's `node` package, for tests/mcp/test_conformance.py; pinned one `package@version` a
+# line; git ignores the folder.
 NODE_SERVERS := .thirdparty
 NODE_PINS := tests/thirdparty/npm-packages.txt
 
@@ -32,12 +34,12 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.run-installed
 
 # Re-run only when the pins change. Without npm, or when the install fails (offline), the
-# tests that need these servers skip and say why; nothing else depends on them.
+# tests that need these packages skip and say why; nothing else depends on them.
 $(NODE_SERVERS)/.installed: $(NODE_PINS)
 	@if ! command -v npm >/dev/null 2>&1; then \
-		echo "npm not found: tests/thirdparty will skip"; \
+		echo "npm not found: tests/thirdparty and tests/mcp/test_conformance.py will skip"; \
 	elif npm install --no-audit --no-fund --prefix $(NODE_SERVERS) $$(cat $(NODE_PINS)); then \
 		cp $(NODE_PINS) $@; \
 	else \
-		echo "npm install failed: tests/thirdparty will skip"; \
+		echo "npm install failed: tests/thirdparty and tests/mcp/test_conformance.py will skip"; \
 	fi
