@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -235,7 +236,12 @@ async def test_a_request_naming_a_version_no_era_speaks_gets_400_naming_the_serv
             assert answer.status == 400, (kind, answer.text)
             error = json.loads(answer.text)
             assert all(served_version in error["error"]["message"] for served_version in PROTOCOL_VERSIONS)
-            assert error["error"]["data"] == {"supported": list(PROTOCOL_VERSIONS)}
+            assert error["error"]["code"] == types.UNSUPPORTED_PROTOCOL_VERSION
+            assert error["error"]["data"] == {
+                "supported": ["2026-07-28"],  # what server/discover lists
+                "requested": version,
+                "handshake": ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"],
+            }
             assert error["id"] == _REQUEST_IDS.get(kind)  # the request's own id, where it has one
             assert "mcp-session-id" not in answer.headers
         assert await still_works(http, s.url, session)

@@ -212,16 +212,7 @@ RUN_AT: dict[str, tuple[str, ...]] = {
 """Scenario -> the revisions it runs at: each one it targets that the server serves (``PROTOCOL_VERSIONS``)."""
 RUN = [(scenario, revision) for scenario, revisions in RUN_AT.items() for revision in revisions]
 
-KNOWN_FAILURES: dict[tuple[str, str], Excused] = {
-    ("server-stateless", "sep-2575-server-unsupported-version-error"): Excused(
-        "server/discover with MCP-Protocol-Version and _meta protocolVersion 'v999.0.0' gets 400 with"
-        " {code: -32600, data: {supported: [2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28]}}, while"
-        " server/discover's supportedVersions is [2026-07-28]: the suite wants error.data.supported to be among"
-        " the versions discover lists, and error.data.requested to echo 'v999.0.0' (missing too; the spec's"
-        " UnsupportedProtocolVersionError is code -32022)",
-        "Returned supported versions data layout does not correlate to active server metrics",
-    ),
-}
+KNOWN_FAILURES: dict[tuple[str, str], Excused] = {}
 """(scenario, check id) -> a check that fails today, and the suite's words for it.
 
 Each is in the run's baseline, so the rest of its scenario still counts. Strict: once it

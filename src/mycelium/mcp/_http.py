@@ -121,14 +121,14 @@ async def send_error(
     message: str,
     *,
     extra: list[tuple[bytes, bytes]] | None = None,
+    code: int = -32600,
     echo: int | str | None = None,
     data: dict[str, object] | None = None,
 ) -> None:
-    """A JSON-RPC error body with an HTTP status, answering request ``echo`` (``None``: no request).
-
-    It never echoes anything else of the request.
+    """A JSON-RPC error body (``code``, invalid request by default) with an HTTP status, answering
+    request ``echo`` (``None``: no request). It echoes nothing else of the request but what ``data`` holds.
     """
-    error: dict[str, object] = {"code": -32600, "message": message}
+    error: dict[str, object] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
     body = json.dumps({"jsonrpc": "2.0", "id": echo, "error": error}).encode()

@@ -88,6 +88,7 @@ _SDK_STREAM_KEYS = frozenset({"_GET_stream"})
 _MAX_HELD_IDS = 1_024
 _METHODS = frozenset({"POST", "GET", "DELETE"})
 _TOUCH_EVERY_S = 1.0
+_MAX_ECHOED_VERSION = 64  # a header is bounded by the HTTP server, but echoing it need not be
 _STATE_TTL_S = 600.0  # without suspensions nothing is paused, and a requestState never needs to live long
 
 # Over stdio there is no HTTP request to read the principal from: it is the server's configured one.
@@ -230,9 +231,18 @@ class McpServer:
                 return
         version = connection.headers.get("mcp-protocol-version")
         if version is not None and version not in PROTOCOL_VERSIONS:
+            # The spec's UnsupportedProtocolVersionError: ``supported`` agrees with server/discover
+            # (the per-request revisions); the handshake ones are named beside them.
             served = ", ".join(PROTOCOL_VERSIONS)
+            data: dict[str, object] = {
+                "supported": list(MODERN_PROTOCOL_VERSIONS),
+                "requested": version[:_MAX_ECHOED_VERSION],
+                "handshake": list(HANDSHAKE_PROTOCOL_VERSIONS),
+            }
             message = f"unsupported MCP protocol version; this server speaks {served}"
-            await send_error(send, 400, message, echo=message_id(body), data={"supported": list(PROTOCOL_VERSIONS)})
+            await send_error(
+                send, 400, message, code=types.UNSUPPORTED_PROTOCOL_VERSION, echo=message_id(body), data=data
+            )
             return
         answered = Answered(send)
         watched = watch(receive, gone, first=body)
