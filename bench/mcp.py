@@ -4,22 +4,26 @@ Both servers serve the same 20 pydantic-typed async tools (a small in-memory sto
 in its own subprocess (uvicorn on 127.0.0.1, an ephemeral port) so that the load generator
 never shares their event loop. Ours authenticates a bearer token (``bearer_tokens``);
 FastMCP checks one too (its ``StaticTokenVerifier``; ``--fastmcp-auth none`` drops it).
-Both are driven by the official SDK client (``mode="legacy"``, protocol 2025-11-25),
-every concurrent worker with its own MCP session, every request one ``execute``. Each
-server is warmed with 1,000 executes first; the sides alternate round by round.
+Both are driven by the official SDK client, every concurrent worker with a client of its
+own, every request one ``execute``: FastMCP over 2025-11-25 sessions (``mode="legacy"``),
+ours in both eras from one server process, over 2025-11-25 sessions and over 2026-07-28
+requests that each stand alone. Each server is warmed with 1,000 executes first; the
+lanes alternate round by round.
 
     .venv/bin/python bench/mcp.py [--seconds S] [--rounds N] [--runs N] [--warmup N]
                                   [--gc-freeze] [--sandbox-capacity N] [--profile DIR]
 
-Printed: execute requests per second and p50/p99 latency at client concurrency 1, 4 and
-16 (one inner operation call per program), a program making 100 sequential operation
-calls (p50/p99), the ratios ours/FastMCP; for each server process, its RSS growth (and
-peak RSS growth) per execute, its CPU per execute, and the worst stall of its event loop
-(a 1 ms ticker task in the server process, with the loop thread's CPU time in that gap
-and the longest garbage collection); and the cost of setting up a request's lease for an
-already-loaded principal. Targets (issue 10): at least 1.5x FastMCP's requests per second
-at every concurrency, and ahead on the 100-call program. On a shared 2-core machine the
-req/s figures move by 20-30% between runs; the CPU per execute moves less.
+Printed: execute requests per second and p50/p99 latency per lane at client concurrency
+1, 4 and 16 (one inner operation call per program), a program making 100 sequential
+operation calls (p50/p99), the ratios against FastMCP and between our two eras; for each
+server process, its RSS growth (and peak RSS growth) per execute, its CPU per execute,
+and the worst stall of its event loop (a 1 ms ticker task in the server process, with
+the loop thread's CPU time in that gap and the longest garbage collection); and the cost
+of setting up a request's lease for an already-loaded principal. Targets (issues 10 and
+22): both our eras at least 1.5x FastMCP's requests per second at every concurrency,
+2026-07-28 no slower than 2025-11-25, and ahead on the 100-call program. On a shared
+2-core machine the req/s figures move by 20-30% between runs; the CPU per execute moves
+less.
 
 ``--gc-freeze`` has both servers call ``gc.freeze()`` after the warm-up (what a host can
 do after start-up). ``--profile DIR`` runs each server under cProfile and writes
