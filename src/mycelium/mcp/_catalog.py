@@ -55,7 +55,10 @@ __all__ = [
 
 logger = logging.getLogger("mycelium.mcp")
 
-DEFAULT_MAX_CONNECTIONS = 8
+DEFAULT_MAX_CONNECTIONS = 256
+"""Connections held in memory by default. An idle one costs about 40 KiB, and a connection whose
+run waits for a person's approval stays held (its client waits on it), so the table must hold many
+more of them than a server has sandbox slots."""
 _MAX_CACHED_PRINCIPALS = 256
 
 
