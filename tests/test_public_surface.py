@@ -41,8 +41,8 @@ PUBLIC: dict[str, list[str]] = {
     "mycelium.mcp": [
         "Admitted", "Agent", "Authenticate", "ConnectionStore", "DEFAULT_MAX_CONNECTIONS", "LOOPBACK_HOSTS",
         "LOOPBACK_ORIGINS", "Load", "McpAuthority", "McpCatalog", "McpCatalogProvider", "McpExecutionContext",
-        "McpServer", "Member", "MemoryConnections", "PROTOCOL_VERSIONS", "Principal", "Refused", "SecretKeys",
-        "SqliteConnections",
+        "McpServer", "Member", "MemoryConnections", "PROTOCOL_VERSIONS", "PostgresConnections", "Principal", "Refused",
+        "SecretKeys", "SqliteConnections",
         "TeamKey", "bearer_tokens", "create_mcp", "create_mcp_catalog", "mcp_source",
     ],
     "mycelium.sandbox": [

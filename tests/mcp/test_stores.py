@@ -1,14 +1,25 @@
-"""Connection stores: a bound kept by least-recently-used eviction, principal-bound resume, durable records."""
+"""Connection stores: a bound kept by least-recently-used eviction, principal-bound resume, durable records.
+
+Every store holds the same contract; the SQLite file and a real PostgreSQL (pgserver) hold it
+across processes too. Processes race on a start line written to their stdin once each is
+ready, never on sleeps.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
-from mycelium.mcp import ConnectionStore, MemoryConnections, SqliteConnections
+from mycelium.mcp import ConnectionStore, MemoryConnections, PostgresConnections, SqliteConnections
+from tests.support.connections_worker import open_connections
+from tests.support.paths import ROOT, worker
+from tests.support.racing import race
+
+WORKER = worker("connections_worker")
 
 Factory = Callable[[Path], ConnectionStore]
 STORES: dict[str, Factory] = {
@@ -18,11 +29,32 @@ STORES: dict[str, Factory] = {
 }
 
 
-@pytest.fixture(params=list(STORES))
+def describe(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """How to reach one shared store, for this process and for a worker process."""
+    if kind == "sqlite":
+        return {"kind": "sqlite", "path": str(tmp_path / "c.sqlite")}
+    uri = request.getfixturevalue("postgres_uri")  # only PostgreSQL tests start the server
+    return {"kind": "postgres", "dsn": uri, "table": request.getfixturevalue("postgres_table")}
+
+
+@pytest.fixture(params=[*STORES, "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ConnectionStore]:
-    made = STORES[request.param](tmp_path)
+    if request.param == "postgres":
+        made = open_connections(describe("postgres", request, tmp_path))
+    else:
+        made = STORES[request.param](tmp_path)
     yield made
     await made.aclose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """A store other processes can open too."""
+    return describe(request.param, request, tmp_path)
+
+
+async def test_every_store_meets_the_protocol(store: ConnectionStore) -> None:
+    assert isinstance(store, ConnectionStore)
 
 
 async def test_opening_within_the_bound_evicts_nothing(store: ConnectionStore) -> None:
@@ -78,11 +110,11 @@ async def test_sqlite_records_survive_a_new_store_on_the_same_file(tmp_path: Pat
         await second.aclose()
 
 
-async def test_sqlite_keeps_the_bound_when_two_stores_open_at_once(tmp_path: Path) -> None:
-    stores = [SqliteConnections(tmp_path / "c.sqlite") for _ in range(2)]
+async def test_a_shared_store_keeps_the_bound_when_two_stores_open_at_once(shared: dict[str, str]) -> None:
+    stores = [open_connections(shared) for _ in range(2)]
     opened: list[list[str] | None] = []
 
-    async def open_many(store: SqliteConnections, prefix: str) -> None:
+    async def open_many(store: ConnectionStore, prefix: str) -> None:
         for i in range(20):
             opened.append(await store.open(f"{prefix}{i}", "p", bound=5, keep={f"{prefix}{i - 1}"}))
 
@@ -95,3 +127,84 @@ async def test_sqlite_keeps_the_bound_when_two_stores_open_at_once(tmp_path: Pat
     assert len(alive) <= 5
     for store in stores:
         await store.aclose()
+
+
+async def test_postgres_records_survive_a_new_store_on_the_same_table(postgres_uri: str, postgres_table: str) -> None:
+    first = PostgresConnections(postgres_uri, table=postgres_table)
+    await first.open("a", "p", bound=4)
+    await first.aclose()
+    second = PostgresConnections(postgres_uri, table=postgres_table)
+    try:
+        assert await second.resume("a", "p")
+    finally:
+        await second.aclose()
+
+
+async def test_a_shared_store_keeps_the_bound_across_processes_that_start_at_once(shared: dict[str, str]) -> None:
+    # Each process makes the table on its first use, after the start line: the makes race too.
+    bound, per_process, processes = 5, 15, 3
+    command = [*WORKER, json.dumps(shared), str(bound), str(per_process)]
+    results = await race(command, processes=processes, cwd=ROOT)
+    assert all(result["refused"] == 0 for result in results)  # each keeps only its previous one: room is made
+    check = open_connections(shared)
+    try:
+        alive = [
+            name
+            for index in range(processes)
+            for number in range(per_process)
+            if await check.resume(name := f"{results[index]['prefix']}{number}", "p")
+        ]
+    finally:
+        await check.aclose()
+    assert len(alive) <= bound
+    # Every connection opened is still open or was evicted exactly once.
+    evicted = [name for result in results for name in result["evicted"]]
+    assert len(evicted) == len(set(evicted)) == processes * per_process - len(alive)
+
+
+def test_postgres_connections_refuse_a_table_name_that_is_not_a_plain_identifier() -> None:
+    for name in ("Mixed", "has space", "x" * 49, 'quo"te', ""):
+        with pytest.raises(ValueError, match="plain lower-case identifier"):
+            PostgresConnections("postgresql://unused", table=name)
+    with pytest.raises(ValueError, match="a dsn or a pool"):
+        PostgresConnections("postgresql://unused", pool=object())  # type: ignore[arg-type]
+
+
+async def test_a_closed_postgres_store_refuses_to_answer(postgres_uri: str, postgres_table: str) -> None:
+    store = PostgresConnections(postgres_uri, table=postgres_table)
+    await store.ping()
+    await store.aclose()
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.resume("a", "p")
+
+
+async def test_ping_raises_when_the_database_does_not_answer(postgres_uri: str, postgres_table: str) -> None:
+    import asyncpg
+
+    database = f"gone_{postgres_table}"
+    await _admin(postgres_uri, f'CREATE DATABASE "{database}"')
+    store = PostgresConnections(_with_database(postgres_uri, database), table=postgres_table)
+    try:
+        await store.ping()
+        await _admin(postgres_uri, f'DROP DATABASE "{database}" WITH (FORCE)')
+        with pytest.raises(asyncpg.InvalidCatalogNameError):
+            await store.ping()
+    finally:
+        await store.aclose()
+
+
+async def _admin(uri: str, sql: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(uri)
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
+def _with_database(uri: str, database: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    return urlunsplit(parts._replace(path=f"/{database}"))

@@ -13,7 +13,7 @@ from ._catalog import (
     McpExecutionContext,
     create_mcp_catalog,
 )
-from ._connections import ConnectionStore, MemoryConnections, SqliteConnections
+from ._connections import ConnectionStore, MemoryConnections, PostgresConnections, SqliteConnections
 from ._keys import SecretKeys
 from ._principals import Admitted, Agent, Authenticate, Member, Principal, Refused, TeamKey, bearer_tokens
 from ._server import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, PROTOCOL_VERSIONS, McpServer, create_mcp
@@ -36,6 +36,7 @@ __all__ = [
     "McpServer",
     "Member",
     "MemoryConnections",
+    "PostgresConnections",
     "Principal",
     "Refused",
     "SecretKeys",

@@ -1,4 +1,5 @@
-"""Where MCP connections are recorded: in memory, or in SQLite so they survive a restart.
+"""Where MCP connections are recorded: in memory, in SQLite so they survive a restart, or in
+PostgreSQL so every replica of a server shares them.
 
 A connection store keeps open connections in least-recently-used order and answers
 atomically: open this connection within ``bound`` (evicting the least recently used
@@ -11,17 +12,25 @@ would lock users out: eviction is what keeps it.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Collection
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 
-__all__ = ["ConnectionStore", "MemoryConnections", "SqliteConnections"]
+if TYPE_CHECKING:
+    import asyncpg
+
+__all__ = ["ConnectionStore", "MemoryConnections", "PostgresConnections", "SqliteConnections"]
+
+# Lower case, so the quoted name is the table an unquoted query names too; at most 48 characters,
+# so the names of the sequence and the index made from it stay within PostgreSQL's 63.
+_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 
 
 @runtime_checkable
@@ -165,6 +174,18 @@ class SqliteConnections:
         """Forget the connection."""
         await self._run("DELETE FROM mcp_connections WHERE id = ?", (connection_id,))
 
+    async def ping(self) -> None:
+        """Read the table once, so a file that cannot be read raises; for health checks.
+
+        A caller that stops waiting (a check's timeout) is let go at once; the read finishes in its thread.
+        """
+
+        def read() -> None:
+            with self._lock:
+                self._db.execute("SELECT 1 FROM mcp_connections LIMIT 1").fetchall()
+
+        await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+
     async def aclose(self) -> None:
         """Close the database file."""
         with self._lock:
@@ -176,3 +197,135 @@ class SqliteConnections:
                 return self._db.execute(sql, parameters).rowcount
 
         return await anyio.to_thread.run_sync(run)
+
+
+class PostgresConnections:
+    """Connections kept in a PostgreSQL table, shared by every server process that uses it.
+
+    Give a ``dsn`` (``None`` reads the ``PG*`` environment variables) or a ``pool`` of your
+    own; a pool made here is closed by :meth:`aclose`, yours is left to you. Needs asyncpg
+    (``pip install 'mycelium-codemode[postgres]'``). The table, and a sequence that orders
+    uses, are made on first use, also when several processes start at once. Opening a
+    connection is one transaction that takes the table's lock for opening, so the bound
+    holds across every process; resuming, touching and closing are one statement each.
+    Recency comes from the sequence, never from a clock, so replicas whose clocks disagree
+    still evict the least recently used.
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        pool: asyncpg.Pool | None = None,
+        table: str = "mycelium_connections",
+    ) -> None:
+        if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
+            raise ValueError(f"table must be a plain lower-case identifier of at most 48 characters, not {table!r}")
+        if dsn is not None and pool is not None:
+            raise ValueError("give a dsn or a pool, not both")
+        self._dsn = dsn
+        self._pool = pool
+        self._owns_pool = pool is None
+        self._table = f'"{table}"'
+        self._used = f'"{table}_used"'
+        self._index = f'"{table}_by_use"'
+        self._ready = False
+        self._closed = False
+        self._opening = anyio.Lock()
+
+    async def open(
+        self, connection_id: str, principal: str, *, bound: int, keep: Collection[str] = ()
+    ) -> list[str] | None:
+        """Record the connection, evicting least recently used idle ones beyond ``bound``, in one transaction."""
+        pool = await self._connected()
+        async with pool.acquire() as connection, connection.transaction():
+            # Every open of every process queues here, so no two of them count the same rows.
+            await connection.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{self._table}:open")
+            if await connection.fetchval(f"SELECT 1 FROM {self._table} WHERE id = $1", connection_id):
+                return None
+            held: int = await connection.fetchval(f"SELECT count(*) FROM {self._table}")
+            excess = held + 1 - bound
+            evicted: list[str] = []
+            if excess > 0:
+                rows = await connection.fetch(
+                    f"SELECT id FROM {self._table} WHERE NOT (id = ANY($1::text[])) ORDER BY used LIMIT $2",
+                    list(keep),
+                    excess,
+                )
+                evicted = [row["id"] for row in rows]
+                if len(evicted) < excess:
+                    return None
+                await connection.execute(f"DELETE FROM {self._table} WHERE id = ANY($1::text[])", evicted)
+            await connection.execute(
+                f"INSERT INTO {self._table} (id, principal, used) VALUES ($1, $2, nextval('{self._used}'))",
+                connection_id,
+                principal,
+            )
+            return evicted
+
+    async def resume(self, connection_id: str, principal: str) -> bool:
+        """Whether the connection is recorded as open for ``principal``; if so, mark it used."""
+        pool = await self._connected()
+        changed = await pool.fetchval(
+            f"UPDATE {self._table} SET used = nextval('{self._used}') WHERE id = $1 AND principal = $2 RETURNING true",
+            connection_id,
+            principal,
+        )
+        return changed is not None
+
+    async def touch(self, connection_id: str) -> None:
+        """Mark the connection used."""
+        pool = await self._connected()
+        await pool.execute(f"UPDATE {self._table} SET used = nextval('{self._used}') WHERE id = $1", connection_id)
+
+    async def close(self, connection_id: str) -> None:
+        """Forget the connection."""
+        pool = await self._connected()
+        await pool.execute(f"DELETE FROM {self._table} WHERE id = $1", connection_id)
+
+    async def ping(self) -> None:
+        """One trivial query, so a database that does not answer raises; for health checks."""
+        pool = await self._connected()
+        await pool.fetchval("SELECT 1")
+
+    async def aclose(self) -> None:
+        """Close the pool if this store made it."""
+        async with self._opening:
+            self._closed = True
+            if self._owns_pool and self._pool is not None:
+                await self._pool.close()
+            self._pool = None
+
+    async def _connected(self) -> asyncpg.Pool:
+        """The pool, made and with the table made on the first call."""
+        async with self._opening:
+            if self._closed:
+                raise RuntimeError("the connection store is closed")
+            if self._pool is None:
+                self._pool = await _create_pool(self._dsn)
+            if not self._ready:
+                await self._create_table(self._pool)
+                self._ready = True
+            return self._pool
+
+    async def _create_table(self, pool: asyncpg.Pool) -> None:
+        async with pool.acquire() as connection, connection.transaction():
+            # Two processes creating one table at once can collide in the catalog; the lock makes them take turns.
+            await connection.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{self._table}:create")
+            await connection.execute(f"CREATE SEQUENCE IF NOT EXISTS {self._used}")
+            await connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._table} ("
+                " id text PRIMARY KEY,"
+                " principal text NOT NULL,"
+                " used bigint NOT NULL)"
+            )
+            await connection.execute(f"CREATE INDEX IF NOT EXISTS {self._index} ON {self._table} (used)")
+
+
+async def _create_pool(dsn: str | None) -> asyncpg.Pool:
+    try:
+        import asyncpg
+    except ImportError as error:
+        raise ImportError("PostgresConnections needs asyncpg: pip install 'mycelium-codemode[postgres]'") from error
+    pool: asyncpg.Pool = await asyncpg.create_pool(dsn, min_size=1, max_size=10)
+    return pool
