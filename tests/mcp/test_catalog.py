@@ -1,13 +1,19 @@
-"""The MCP catalog's life: entered once, and closing everything it opened however it is left."""
+"""The MCP catalog's life: entered once, closing everything it opened however it is left, and the stores a
+deployment gives it before it runs."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import anyio
 import anyio.lowlevel
 import pytest
 
 from mycelium import Module
-from mycelium.mcp import McpAuthority, MemoryConnections, create_mcp_catalog
+from mycelium.mcp import McpAuthority, McpCatalog, MemoryConnections, SqliteConnections, create_mcp_catalog
+from mycelium.mcp._principals import principal_key
+from mycelium.sandbox.monty import MontySandbox
+from mycelium.suspensions import SqliteSuspensions, Suspensions
 from mycelium.testing import RejectingSandbox
 
 from .conftest import ALICE
@@ -70,3 +76,74 @@ async def test_a_catalog_runs_once() -> None:
     with pytest.raises(RuntimeError, match="runs once"):
         async with catalog:
             pass
+
+
+def monty_catalog(**options: object) -> McpCatalog:
+    authority = McpAuthority(grants={"ping-v1": "read"}, sources=[ping_module()])
+    return create_mcp_catalog(load=lambda principal: authority, sandbox=MontySandbox(), **options)  # type: ignore[arg-type]
+
+
+def durable_suspensions(path: Path) -> Suspensions:
+    return Suspensions(store=SqliteSuspensions(path / "s.sqlite"), key=b"k" * 32)
+
+
+async def test_use_stores_keeps_the_connections_and_paused_runs_in_the_stores_given(tmp_path: Path) -> None:
+    catalog = monty_catalog()
+    suspensions = durable_suspensions(tmp_path)
+    catalog.use_stores(connections=SqliteConnections(tmp_path / "c.sqlite"), suspensions=suspensions)
+    assert catalog.suspensions is suspensions
+    async with catalog:
+        assert await catalog.open("conn-1", ALICE, bound=4, keep=()) == []
+    other = SqliteConnections(tmp_path / "c.sqlite")  # what another replica on the same file sees
+    try:
+        assert await other.resume("conn-1", principal_key(ALICE))
+    finally:
+        await other.aclose()
+
+
+async def test_a_catalog_closes_the_stores_use_stores_gave_it(tmp_path: Path) -> None:
+    closing: list[str] = []
+    catalog = create_mcp_catalog(load=lambda principal: McpAuthority(grants={}), sandbox=RejectingSandbox())
+    catalog.use_stores(connections=ClosingConnections(closing), suspensions=None)
+    async with catalog:
+        pass
+    assert closing == ["store started", "store finished"]
+
+
+async def test_use_stores_is_refused_once_the_catalog_was_entered_or_closed(tmp_path: Path) -> None:
+    catalog = monty_catalog()
+    async with catalog:
+        with pytest.raises(RuntimeError, match="before the catalog is entered"):
+            catalog.use_stores(connections=MemoryConnections(), suspensions=Suspensions())
+    with pytest.raises(RuntimeError, match="before the catalog is entered"):
+        catalog.use_stores(connections=MemoryConnections(), suspensions=Suspensions())
+    closed = monty_catalog()
+    await closed.aclose()
+    with pytest.raises(RuntimeError, match="before the catalog is entered"):
+        closed.use_stores(connections=MemoryConnections(), suspensions=Suspensions())
+
+
+async def test_use_stores_never_replaces_durable_stores_the_app_chose(tmp_path: Path) -> None:
+    own_connections = SqliteConnections(tmp_path / "own.sqlite")
+    with_connections = monty_catalog(connections=own_connections)
+    with pytest.raises(ValueError, match="already keeps its connections in a SqliteConnections"):
+        with_connections.use_stores(connections=MemoryConnections(), suspensions=Suspensions())
+    own_suspensions = durable_suspensions(tmp_path)
+    with_suspensions = monty_catalog(suspensions=own_suspensions)
+    with pytest.raises(ValueError, match="already keeps its paused runs in a SqliteSuspensions"):
+        with_suspensions.use_stores(connections=MemoryConnections(), suspensions=Suspensions())
+    assert with_suspensions.suspensions is own_suspensions  # a refusal changes nothing
+    await with_connections.aclose()
+    await with_suspensions.aclose()
+
+
+async def test_use_stores_needs_suspensions_exactly_when_the_catalog_pauses_runs(tmp_path: Path) -> None:
+    pausing = monty_catalog()
+    with pytest.raises(ValueError, match="give its suspensions too"):
+        pausing.use_stores(connections=MemoryConnections(), suspensions=None)
+    waiting = create_mcp_catalog(load=lambda principal: McpAuthority(grants={}), sandbox=RejectingSandbox())
+    assert waiting.suspensions is None
+    with pytest.raises(ValueError, match="cannot pause runs"):
+        waiting.use_stores(connections=MemoryConnections(), suspensions=Suspensions())
+    with pytest.raises(ValueError, match="connections must be a ConnectionStore"):
+        waiting.use_stores(connections=object(), suspensions=None)  # type: ignore[arg-type]

@@ -39,7 +39,7 @@ from .._sources import CapabilitySource
 from .._tool_calls import ToolCall, ToolDefinition, ToolResult
 from ..sandbox import Sandbox
 from ..sandbox._contract import check_backend
-from ..suspensions import Suspensions
+from ..suspensions import MemorySuspensions, Suspensions
 from ._connections import ConnectionStore, MemoryConnections
 from ._principals import Principal, principal_key, principal_session
 
@@ -284,6 +284,45 @@ class McpCatalog(McpCatalogProvider):
     def sandbox(self) -> SharedSandbox:
         """The sandbox and admission slots every principal's runtime shares."""
         return self._shared
+
+    def use_stores(self, *, connections: ConnectionStore, suspensions: Suspensions | None) -> None:
+        """Keep this catalog's connection records and paused runs where the deployment says, not in memory.
+
+        For a host that decides where records live after the app built its catalog, as
+        ``mycelium serve --store`` does: call it before ``async with catalog:``. The catalog
+        then closes these stores when it closes. ``suspensions`` is required exactly when the
+        catalog pauses runs (:attr:`suspensions` is not ``None``), so paused runs never stay
+        behind in one process while the connections are shared; to keep the app's other
+        settings, pass ``dataclasses.replace(catalog.suspensions, store=..., key=..., previous_keys=...)``.
+
+        Raises ``RuntimeError`` once the catalog has been entered or closed, and ``ValueError``
+        when the app already keeps its connections or its paused runs outside this process's
+        memory (its own choice is never replaced), or when ``suspensions`` is given or left out
+        against the rule above.
+        """
+        if self._tasks is not None or self._closed:
+            raise RuntimeError("use_stores() must be called before the catalog is entered with `async with`")
+        if not isinstance(connections, ConnectionStore):
+            raise ValueError(f"connections must be a ConnectionStore, got {type(connections).__name__}")
+        check_optional("suspensions", suspensions, Suspensions, "Suspensions")
+        if not isinstance(self._connections, MemoryConnections):
+            raise ValueError(
+                f"this catalog already keeps its connections in a {type(self._connections).__name__} of its own"
+            )
+        if self._suspensions is not None and not isinstance(self._suspensions.store, MemorySuspensions):
+            raise ValueError(
+                f"this catalog already keeps its paused runs in a {type(self._suspensions.store).__name__} of its own"
+            )
+        if self._suspensions is None and suspensions is not None:
+            raise ValueError(
+                f"this catalog's sandbox ({self._shared.adapter!r}) cannot pause runs: give no suspensions"
+            )
+        if self._suspensions is not None and suspensions is None:
+            raise ValueError(
+                "this catalog pauses runs at approvals: give its suspensions too, or they stay in this process"
+            )
+        self._connections = connections
+        self._suspensions = suspensions
 
     async def __aenter__(self) -> Self:
         if self._tasks is not None or self._closed:
