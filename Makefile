@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 # line; git ignores the folder.
 NODE_SERVERS := .thirdparty
 NODE_PINS := tests/thirdparty/npm-packages.txt
+# nginx for tests/deployment (replicas behind a real proxy), from Debian's packages; a stamp in .thirdparty/.
+NGINX_STAMP := $(NODE_SERVERS)/.nginx-installed
 
 .PHONY: run test
 
@@ -16,7 +18,7 @@ run: $(VENV)/.run-installed
 	$(BIN)/python examples/quickstart.py
 	$(BIN)/mycelium serve examples/notes_app.py
 
-test: $(VENV)/.dev-installed $(NODE_SERVERS)/.installed
+test: $(VENV)/.dev-installed $(NODE_SERVERS)/.installed $(NGINX_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -n auto  # a worker per core, each with its own temp folders and its own PostgreSQL
@@ -42,4 +44,18 @@ $(NODE_SERVERS)/.installed: $(NODE_PINS)
 		cp $(NODE_PINS) $@; \
 	else \
 		echo "npm install failed: tests/thirdparty and tests/mcp/test_conformance.py will skip"; \
+	fi
+
+# nginx from Debian's packages, installed only when it is not there already (CI runs as root). Without
+# it (not root, no apt-get, offline) tests/deployment skips and says why; nothing else depends on it.
+$(NGINX_STAMP):
+	@mkdir -p $(NODE_SERVERS)
+	@if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then \
+		touch $@; \
+	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+		echo "nginx not found and not root with apt-get: tests/deployment will skip"; \
+	elif apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; then \
+		touch $@; \
+	else \
+		echo "apt-get install nginx failed: tests/deployment will skip"; \
 	fi
