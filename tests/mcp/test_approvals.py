@@ -113,15 +113,14 @@ async def test_a_declined_retry_refuses_the_call_and_the_program_goes_on(action:
     assert host.writes == [("create", 3)]
 
 
-async def test_a_retry_without_an_answer_is_asked_again_and_runs_nothing() -> None:
+async def test_a_retry_without_an_answer_is_refused_and_the_run_still_waits() -> None:
     host = granted()
     async with served(host) as s, httpx2.AsyncClient(timeout=30) as http:
         paused = await pause(http, s.url)
         body = raw.modern_call(CONFIRMED, request_id=2, request_state=paused["requestState"])
-        asked_again = await raw.send(http, "POST", s.url, sent=raw.modern_headers(), body=body)
-        still = asked_again.result()
-        assert still["resultType"] == "input_required"
-        resumed = await retry(http, s.url, still["requestState"])
+        unanswered = await raw.send(http, "POST", s.url, sent=raw.modern_headers(), body=body)
+        assert refused_state(unanswered), unanswered.text
+        resumed = await retry(http, s.url, paused["requestState"])
     assert json.loads(resumed.result()["content"][0]["text"]) == [3, True]
     assert host.writes == [("create", 3), ("delete", 1)]
 
@@ -228,6 +227,52 @@ async def test_a_pending_approval_holds_no_sandbox_slot(era: str) -> None:
         decide.set()
     assert json.loads(text_of(results["alice"])) is True
     assert ("delete", 1) in host.writes
+
+
+@pytest.mark.parametrize("era", ["legacy", raw.MODERN])
+async def test_fifty_pending_approvals_per_sandbox_slot_leave_other_principals_running(era: str) -> None:
+    host = granted()
+    pending, everyone_asked, decide = 50, anyio.Event(), anyio.Event()
+    asked = 0
+
+    async def slow_person(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        nonlocal asked
+        asked += 1
+        if asked == pending:
+            everyone_asked.set()
+        await decide.wait()
+        return types.ElicitResult(action="decline")
+
+    one_slot = ExecutionOptions(sandbox_capacity=1, admission_wait_ms=2_000)
+    roomy = Suspensions(max_per_session=pending)  # over 2026-07-28 they are all one principal's session
+    async with (
+        served(
+            host,
+            execution=one_slot,
+            suspensions=roomy,
+            max_connections=pending + 8,
+            max_connections_per_principal=pending + 4,  # all fifty are Alice's
+        ) as s,
+        httpx2.AsyncClient(timeout=30) as http,
+        anyio.create_task_group() as group,
+    ):
+        if era == raw.MODERN:
+            for _ in range(pending):
+                await pause(http, s.url, "return await notes.delete(id=1)")
+        else:
+
+            async def waiting_client() -> None:
+                async with s.client(elicitation=slow_person) as client:
+                    await client.call_tool("execute", {"code": "return await notes.delete(id=1)"})
+
+            for _ in range(pending):
+                group.start_soon(waiting_client)
+            await everyone_asked.wait()
+        async with s.client("token-bob", mode=era) as client:
+            bob = await client.call_tool("execute", {"code": "return (await notes.create(text='bob'))['id']"})
+        assert bob.is_error is False, text_of(bob)
+        decide.set()
+    assert ("delete", 1) not in host.writes
 
 
 @pytest.mark.parametrize("era", ["legacy", raw.MODERN])

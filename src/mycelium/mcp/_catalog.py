@@ -60,6 +60,7 @@ DEFAULT_MAX_CONNECTIONS = 256
 run waits for a person's approval stays held (its client waits on it), so the table must hold many
 more of them than a server has sandbox slots."""
 _MAX_CACHED_PRINCIPALS = 256
+_PURGE_EVERY_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -266,6 +267,7 @@ class McpCatalog(McpCatalogProvider):
         self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
         self._retired: set[_Loaded] = set()  # retired, still closing: their requests finish on them
         self._starting = anyio.Lock()
+        self._purging = anyio.CancelScope()
         self._tasks: TaskGroup | None = None
         self._exit = AsyncExitStack()
         self._closed = False
@@ -329,6 +331,8 @@ class McpCatalog(McpCatalogProvider):
             raise RuntimeError("an McpCatalog runs once: enter it with `async with` a single time")
         check_backend(self._shared)
         self._tasks = await self._exit.enter_async_context(anyio.create_task_group())
+        if self._suspensions is not None:
+            self._tasks.start_soon(self._purge, self._suspensions)
         return self
 
     async def __aexit__(
@@ -353,6 +357,7 @@ class McpCatalog(McpCatalogProvider):
         its sandbox and its store to close.
         """
         self._closed = True
+        self._purging.cancel()
         loaded = list(self._loaded.values())
         self._loaded.clear()
         for each in loaded:
@@ -446,6 +451,25 @@ class McpCatalog(McpCatalogProvider):
             while len(self._loaded) > _MAX_CACHED_PRINCIPALS:
                 self._retire(self._loaded.popitem(last=False)[1])
             return runtime
+
+    async def _purge(self, suspensions: Suspensions) -> None:
+        """Remove expired suspensions and tombstones now and then, until the catalog closes.
+
+        Nothing else would: a paused run nobody answers, and the tombstone of one resumed,
+        stay in the store past their expiry until someone purges. Several replicas purging
+        one store is harmless; each removes what has expired.
+        """
+        every = min(_PURGE_EVERY_S, max(1.0, suspensions.expires_after_ms / 1000 / 10))
+        with self._purging:
+            while True:
+                await anyio.sleep(every)
+                try:
+                    removed = await suspensions.purge_expired()
+                except Exception:
+                    logger.exception("purging expired suspensions failed; trying again in %.0f s", every)
+                    continue
+                if removed:
+                    logger.info("purged %d expired suspensions", removed)
 
     def _retire(self, loaded: _Loaded) -> None:
         self._retired.add(loaded)

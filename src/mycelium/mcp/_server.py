@@ -515,9 +515,16 @@ class McpServer:
     # -- MCP handlers ---------------------------------------------------------------------
 
     def _caller(self, ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, HTTPConnection | None, str | None]:
+        """Who calls, over which HTTP request, on which connection (``None`` over stdio and 2026-07-28).
+
+        A request of 2026-07-28 belongs to no connection whatever headers it sends: an
+        ``Mcp-Session-Id`` there is the client's to choose, and must never pick the session a
+        run is filed under (its suspensions, its quota) in place of its principal's own.
+        """
         request = ctx.request
         if isinstance(request, HTTPConnection):
-            return request.scope[_PRINCIPAL], request, request.headers.get(_SESSION_HEADER)
+            modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            return request.scope[_PRINCIPAL], request, None if modern else request.headers.get(_SESSION_HEADER)
         return _STDIO_PRINCIPAL.get(), None, None
 
     async def _instructions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
@@ -576,7 +583,10 @@ class McpServer:
                 pause=self._catalog.suspensions is not None,
                 modern=modern,
             )
-            call = ToolCall(id=str(ctx.request_id), name=params.name, arguments=params.arguments or {})
+            # A connection's request ids are its own; over 2026-07-28 every client numbers from the start
+            # under one principal's session, so an id there names no call and could match another's pause.
+            call_id = None if modern else str(ctx.request_id)
+            call = ToolCall(id=call_id, name=params.name, arguments=params.arguments or {})
 
             def context() -> McpExecutionContext:
                 return McpExecutionContext(principal, session_id, access.authority, access.access, call.id)
@@ -586,8 +596,10 @@ class McpServer:
                 result = await self._catalog.execute(call, context())
             else:
                 answer = approved((params.input_responses or {}).get(APPROVAL))
-                if answer is None:  # a retry without the person's answer is asked again
-                    return _input_required(paused)
+                if answer is None:
+                    # Not asked again: a state whose run has moved on would be sealed afresh, its
+                    # deadline pushed past the pause's own, for a question already answered.
+                    raise MCPError(code=types.INVALID_PARAMS, message="the retry carries no answer to the approval")
                 # The authority read for this retry is already what holds after the person answered.
                 result = await self._catalog.resume_run(paused.suspension_id, answer, context())
             while result.suspension is not None:
