@@ -362,11 +362,13 @@ async def store_share(store: Store, record: SuspensionRecord, runs: int) -> tupl
     backend = store.suspensions.store
     puts, takes = [], []
     for _ in range(runs):
-        sealed = await store.suspensions.seal(replace(record, id=store.suspensions.new_id()))
+        fresh = replace(record, id=store.suspensions.new_id())
+        sealed = await store.suspensions.seal(fresh)
         puts.append(await timed(backend.put(sealed, max_per_session=MAX_HELD)))
         started = time.perf_counter()
         await backend.get(sealed.id)
-        if await backend.claim(sealed.id, now=now()) is None:
+        # A resume seals the tombstone the claim leaves in the record's place.
+        if await backend.claim(sealed.id, now=now(), tombstone=store.suspensions.tombstone(fresh)) is None:
             raise SystemExit(f"{store.name}: a record just put cannot be claimed")
         takes.append(elapsed_ms(started))
     return puts, takes

@@ -22,7 +22,7 @@ from agents import Agent as OpenAIAgent
 from agents import RunContextWrapper, RunHooks, Runner, RunState, Tool
 from anyio.abc import TaskStatus
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from openai.types.responses import ResponseFunctionToolCall
@@ -406,18 +406,15 @@ async def test_langgraph_answers_swapped_between_two_paused_calls_decide_nothing
     assert sorted(deletes(app)) == ["1", "2"]
 
 
-async def test_langgraph_a_tool_call_rerun_after_it_finished_repeats_its_calls_under_the_same_identity(
-    app: App,
-) -> None:
-    """Once a paused run has resumed and finished, its record is gone: a rerun of the node from an
-    earlier checkpoint (time travel) is a new run of the call. Its operations see the same tool call
-    id and ordinals as the first time, so one that must not repeat can tell (the documented rule)."""
+async def test_langgraph_a_tool_call_rerun_after_it_finished_runs_nothing_again(app: App) -> None:
+    """Once a paused run has resumed and finished, its tombstone stays until the pause would have
+    expired: a rerun of the node from an earlier checkpoint (time travel) replays the approval, which
+    is refused as already resumed, and nothing of the program runs again."""
     code = "made = await crm.create(title='once')\nreturn await crm.delete(id=made['id'])"
     call = AIMessage("", tool_calls=[{"name": "execute", "args": {"code": code}, "id": "call-1"}])
+    model = ScriptedChatModel(messages=iter([call, AIMessage("done"), AIMessage("done again")]))
     async with mycelium_tool(app.runtime) as tool:
-        agent = create_agent(
-            ScriptedChatModel(messages=iter([call, AIMessage("done")])), tools=[tool], checkpointer=InMemorySaver()
-        )
+        agent = create_agent(model, tools=[tool], checkpointer=InMemorySaver())
         first = await agent.ainvoke(ask("add and delete"), CONFIG)
         approval = approve_the_interrupt(first, approved=True)
         await agent.ainvoke(approval, CONFIG)
@@ -425,12 +422,11 @@ async def test_langgraph_a_tool_call_rerun_after_it_finished_repeats_its_calls_u
 
         # The host retries from the checkpoint where the graph waited for the person (time travel).
         waiting = [snapshot async for snapshot in agent.aget_state_history(CONFIG) if snapshot.interrupts]
-        await agent.ainvoke(approval, waiting[0].config)
+        rerun = await agent.ainvoke(approval, waiting[0].config)
 
-    ran = app.crm.journal()
-    assert [(op, ordinal) for op, _, ordinal, _ in ran] == [("create", 0), ("delete", 1), ("create", 0)]
-    # The old answer named the first pause: the rerun's delete waits for a person again.
-    assert app.crm.ran("delete") == 1
+    assert [(op, ordinal) for op, _, ordinal, _ in app.crm.journal()] == [("create", 0), ("delete", 1)]
+    (answer,) = [message for message in rerun["messages"] if isinstance(message, ToolMessage)]
+    assert "cannot continue" in str(answer.content), answer.content
 
 
 # Every adapter
@@ -506,7 +502,7 @@ class FailingStore(MemorySuspensions):
     async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
         raise ConnectionError(DSN_SECRET)
 
-    async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
+    async def claim(self, suspension_id: str, *, now: float, tombstone: bytes) -> StoredSuspension | None:
         raise ConnectionError(DSN_SECRET)
 
 

@@ -152,9 +152,9 @@ async def suspend(runtime: Runtime, code: str = CODE, tool_call_id: str = "t1") 
 
 async def alter_row(store: SuspensionStore, suspension_id: str, change: Any) -> None:
     """Change a stored row as someone with the database, but without the key, could."""
-    stored = await store.claim(suspension_id, now=time.time())
+    stored = await store.claim(suspension_id, now=time.time(), tombstone=b"")
     assert stored is not None
-    await store.put(change(stored), max_per_session=100)
+    assert await store.restore(change(stored))
 
 
 def flip_last_state_byte(stored: StoredSuspension) -> StoredSuspension:
@@ -366,6 +366,7 @@ async def test_a_resume_stopped_while_it_claims_keeps_the_suspension(
     assert isinstance(stopped.failure, DeadlineExceeded), stopped.text
     assert crm.writes() == BEFORE_THE_PAUSE
     assert kept is not None, "a resume that ran nothing lost the suspension"
+    assert not kept.claimed, "a resume that ran nothing left the suspension claimed"
 
 
 async def test_time_spent_trying_to_store_a_pause_counts_against_the_run(

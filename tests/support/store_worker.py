@@ -1,7 +1,7 @@
 """A second process for the suspension store tests: it opens a store described on its command line.
 
 ``python -m tests.support.store_worker claim STORE ID...`` opens the store, prints ``ready``, waits for a line
-on stdin, claims every id at once and prints the ids it won as JSON.
+on stdin, claims every id at once (leaving :data:`TOMBSTONE` in its place) and prints the ids it won as JSON.
 ``python -m tests.support.store_worker put STORE SUSPENSION`` stores one suspension given as JSON (record in hex).
 STORE is JSON: ``{"kind": "sqlite", "path": ...}`` or ``{"kind": "postgres", "dsn": ..., "table": ...}``.
 """
@@ -15,6 +15,9 @@ import time
 import anyio
 
 from mycelium.suspensions import PostgresSuspensions, SqliteSuspensions, StoredSuspension, SuspensionStore
+
+TOMBSTONE = b"claimed"
+"""The record a test's claim leaves in place of what it claimed."""
 
 
 def open_store(described: dict[str, str]) -> SuspensionStore:
@@ -43,7 +46,7 @@ async def claim(store: SuspensionStore, ids: list[str]) -> None:
     won: list[str] = []
 
     async def claim_one(suspension_id: str) -> None:
-        if await store.claim(suspension_id, now=time.time()) is not None:
+        if await store.claim(suspension_id, now=time.time(), tombstone=TOMBSTONE) is not None:
             won.append(suspension_id)
 
     async with anyio.create_task_group() as group:

@@ -1,20 +1,24 @@
 """The suspension store contract, held by every store: memory, SQLite and a real PostgreSQL (pgserver).
 
 A store keeps sealed records it never reads; what it owes the runtime is atomicity: one
-decision per suspension, one claim per suspension (also across processes), and a bound
-per session that concurrent puts cannot pass. Processes race on a start line written to
-their stdin once each has connected, never on sleeps.
+decision per suspension, one claim per suspension (also across processes and
+connections), a tombstone in place of what was claimed until it would have expired, and
+a bound per session that concurrent puts cannot pass. Processes race on a start line
+written to their stdin once each has connected, never on sleeps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import aclosing
+from contextlib import aclosing, closing
 from pathlib import Path
 
 import anyio
@@ -29,9 +33,10 @@ from mycelium.suspensions import (
     SuspensionStore,
 )
 from mycelium.suspensions._store import MAX_FOUND
+from tests.support import release_0_1_0
 from tests.support.paths import ROOT, worker
 from tests.support.racing import race
-from tests.support.store_worker import encode, open_store
+from tests.support.store_worker import TOMBSTONE, encode, open_store
 
 WORKER = worker("store_worker")
 EXPIRED = -1.0  # seconds from now
@@ -46,6 +51,16 @@ def suspension(
     record: bytes = b"sealed",
 ) -> StoredSuspension:
     return StoredSuspension(suspension_id, session, call, time.time() + expires_in, record)
+
+
+async def claim(store: SuspensionStore, suspension_id: str, *, now: float | None = None) -> StoredSuspension | None:
+    """Claim ``suspension_id`` as a resume does, leaving :data:`TOMBSTONE` in its place."""
+    return await store.claim(suspension_id, now=time.time() if now is None else now, tombstone=TOMBSTONE)
+
+
+def tombstone_of(stored: StoredSuspension) -> StoredSuspension:
+    """What a store holds of ``stored`` once it is claimed."""
+    return dataclasses.replace(stored, record=TOMBSTONE, claimed=True)
 
 
 def describe(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
@@ -88,18 +103,106 @@ async def test_the_store_keeps_records_and_decisions_byte_for_byte(store: Suspen
     stored = suspension(record=record)
     await store.put(stored, max_per_session=5)
     assert await store.decide(stored.id, record + b"\x00", now=time.time())
-    taken = await store.claim(stored.id, now=time.time())
+    taken = await claim(store, stored.id)
     assert taken is not None
     assert (taken.record, taken.decision) == (record, record + b"\x00")
 
 
-async def test_a_claim_returns_the_suspension_and_removes_it(store: SuspensionStore) -> None:
+async def test_a_claim_returns_the_suspension_and_leaves_its_tombstone(store: SuspensionStore) -> None:
     stored = suspension()
     await store.put(stored, max_per_session=5)
-    assert await store.claim(stored.id, now=time.time()) == stored
-    assert await store.claim(stored.id, now=time.time()) is None
+    assert await claim(store, stored.id) == stored
+    assert await store.get(stored.id) == tombstone_of(stored)
+    assert await store.find("session-1", "call-1") == [tombstone_of(stored)]
+
+
+async def test_a_tombstone_is_never_claimed_or_decided_again(store: SuspensionStore) -> None:
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
+    await claim(store, stored.id)
+    assert await claim(store, stored.id) is None
+    assert not await store.decide(stored.id, b"approved", now=time.time())
+    assert await store.get(stored.id) == tombstone_of(stored)  # neither changed it
+
+
+async def test_a_tombstone_keeps_its_decision(store: SuspensionStore) -> None:
+    await store.put(suspension(), max_per_session=5)
+    assert await store.decide("s-1", b"approved", now=time.time())
+    await claim(store, "s-1")
+    tombstone = await store.get("s-1")
+    assert tombstone is not None
+    assert (tombstone.claimed, tombstone.decision) == (True, b"approved")
+
+
+async def test_a_tombstone_holds_its_id_so_it_is_never_stored_again(store: SuspensionStore) -> None:
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
+    await claim(store, stored.id)
+    with pytest.raises(ValueError, match=stored.id):
+        await store.put(stored, max_per_session=5)
+    assert await store.get(stored.id) == tombstone_of(stored)
+
+
+async def test_tombstones_do_not_count_against_the_bound(store: SuspensionStore) -> None:
+    for number in range(2):
+        await store.put(suspension(f"claimed-{number}"), max_per_session=2)
+        await claim(store, f"claimed-{number}")
+    await store.put(suspension("live-0"), max_per_session=2)
+    await store.put(suspension("live-1"), max_per_session=2)
+    with pytest.raises(SuspensionLimitReached):
+        await store.put(suspension("live-2"), max_per_session=2)
+
+
+async def test_a_tombstone_is_purged_once_its_suspension_would_have_expired(store: SuspensionStore) -> None:
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
+    await claim(store, stored.id)
+    assert await store.purge_expired(now=stored.expires_at - 1) == 0
+    assert await store.get(stored.id) == tombstone_of(stored)
+    assert await store.purge_expired(now=stored.expires_at) == 1
     assert await store.get(stored.id) is None
     assert await store.find("session-1", "call-1") == []
+
+
+async def test_restoring_a_tombstone_gives_the_suspension_back_to_be_claimed_again(store: SuspensionStore) -> None:
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
+    assert await store.decide(stored.id, b"approved", now=time.time())
+    taken = await claim(store, stored.id)
+    assert taken is not None
+    assert await store.restore(taken)
+    assert await store.get(stored.id) == taken
+    assert await claim(store, stored.id) == taken
+
+
+async def test_restoring_a_tombstone_stores_the_suspension_as_given(store: SuspensionStore) -> None:
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
+    await claim(store, stored.id)
+    given = dataclasses.replace(
+        stored, session_id=None, expires_at=stored.expires_at + 10, record=b"other", claimed=True
+    )
+    assert await store.restore(given)
+    assert await store.get(stored.id) == dataclasses.replace(given, claimed=False)
+
+
+async def test_restoring_what_is_no_tombstone_changes_nothing(store: SuspensionStore) -> None:
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
+    assert not await store.restore(dataclasses.replace(stored, record=b"other"))
+    assert not await store.restore(suspension("absent"))
+    assert await store.get(stored.id) == stored
+    assert await store.get("absent") is None
+
+
+async def test_a_restored_suspension_counts_against_the_bound_again(store: SuspensionStore) -> None:
+    await store.put(suspension("s-0"), max_per_session=1)
+    taken = await claim(store, "s-0")
+    assert taken is not None
+    await store.put(suspension("s-1"), max_per_session=1)  # the tombstone made room
+    assert await store.restore(taken)  # given back over the bound: it was stored within it
+    with pytest.raises(SuspensionLimitReached):
+        await store.put(suspension("s-2"), max_per_session=2)
 
 
 async def test_an_expired_suspension_is_never_claimed_but_still_found_until_purged(store: SuspensionStore) -> None:
@@ -107,7 +210,8 @@ async def test_an_expired_suspension_is_never_claimed_but_still_found_until_purg
     await store.put(expired, max_per_session=5)
     assert await store.get("expired") == expired  # get still reports it
     assert await store.find("session-1", "call-1") == [expired]  # so a replay of its call is refused, not rerun
-    assert await store.claim("expired", now=time.time()) is None
+    assert await claim(store, "expired") is None
+    assert await store.get("expired") == expired  # no tombstone: nothing was claimed
     await store.purge_expired(now=time.time())
     assert await store.find("session-1", "call-1") == []
 
@@ -115,9 +219,9 @@ async def test_an_expired_suspension_is_never_claimed_but_still_found_until_purg
 async def test_a_suspension_expires_at_its_expiry_time(store: SuspensionStore) -> None:
     stored = suspension()
     await store.put(stored, max_per_session=5)
-    assert await store.claim(stored.id, now=stored.expires_at) is None
+    assert await claim(store, stored.id, now=stored.expires_at) is None
     assert not await store.decide(stored.id, b"yes", now=stored.expires_at)
-    assert await store.claim(stored.id, now=stored.expires_at - 1) == stored
+    assert await claim(store, stored.id, now=stored.expires_at - 1) == stored
 
 
 async def test_find_gives_the_suspensions_of_one_call_newest_first(store: SuspensionStore) -> None:
@@ -130,8 +234,9 @@ async def test_find_gives_the_suspensions_of_one_call_newest_first(store: Suspen
     ):
         await store.put(stored, max_per_session=5)
     assert [found.id for found in await store.find("session-1", "call-1")] == ["newer", "older", "expired"]
-    await store.claim("newer", now=time.time())
-    assert [found.id for found in await store.find("session-1", "call-1")] == ["older", "expired"]
+    await claim(store, "newer")
+    found = [(found.id, found.claimed) for found in await store.find("session-1", "call-1")]
+    assert found == [("newer", True), ("older", False), ("expired", False)]
     assert await store.find("session-3", "call-1") == []
 
 
@@ -155,7 +260,7 @@ async def test_a_suspension_is_decided_once(store: SuspensionStore) -> None:
     await store.put(suspension(), max_per_session=5)
     assert await store.decide("s-1", b"approved", now=time.time())
     assert not await store.decide("s-1", b"declined", now=time.time())
-    taken = await store.claim("s-1", now=time.time())
+    taken = await claim(store, "s-1")
     assert taken is not None
     assert taken.decision == b"approved"
 
@@ -185,8 +290,8 @@ async def test_a_full_session_refuses_the_next_suspension_and_stores_nothing(sto
         await store.put(suspension("s-3"), max_per_session=3)
     assert await store.get("s-3") is None
     await store.put(suspension("elsewhere", session="session-2"), max_per_session=3)  # other sessions unaffected
-    await store.claim("s-0", now=time.time())
-    await store.put(suspension("s-3"), max_per_session=3)  # a claim makes room
+    await claim(store, "s-0")
+    await store.put(suspension("s-3"), max_per_session=3)  # a claim makes room: a tombstone is not counted
 
 
 async def test_expired_suspensions_do_not_count_against_the_bound(store: SuspensionStore) -> None:
@@ -207,17 +312,42 @@ async def test_an_id_already_stored_is_refused(store: SuspensionStore) -> None:
 
 
 async def test_of_twenty_concurrent_claims_of_one_suspension_exactly_one_wins(store: SuspensionStore) -> None:
-    await store.put(suspension(), max_per_session=5)
+    stored = suspension()
+    await store.put(stored, max_per_session=5)
     taken: list[StoredSuspension | None] = []
 
-    async def claim() -> None:
-        taken.append(await store.claim("s-1", now=time.time()))
+    async def claim_one() -> None:
+        taken.append(await claim(store, "s-1"))
 
     async with anyio.create_task_group() as group:
         for _ in range(20):
-            group.start_soon(claim)
+            group.start_soon(claim_one)
     assert len(taken) == 20
-    assert sum(result is not None for result in taken) == 1
+    assert [result for result in taken if result is not None] == [stored]
+    assert await store.get(stored.id) == tombstone_of(stored)
+
+
+async def test_claims_racing_from_two_connections_win_each_suspension_exactly_once(shared: dict[str, str]) -> None:
+    stored = {suspension_id: suspension(suspension_id) for suspension_id in (f"s-{number}" for number in range(20))}
+    ids = list(stored)
+    won: list[str] = []
+
+    async def claim_one(store: SuspensionStore, suspension_id: str) -> None:
+        if await claim(store, suspension_id) is not None:
+            won.append(suspension_id)
+
+    async with aclosing(open_store(shared)) as first, aclosing(open_store(shared)) as second:
+        for kept in stored.values():
+            await first.put(kept, max_per_session=20)
+        await second.get("connect now, so the race starts at the claims")
+        async with anyio.create_task_group() as group:
+            for suspension_id in ids:
+                group.start_soon(claim_one, first, suspension_id)
+                group.start_soon(claim_one, second, suspension_id)
+        assert sorted(won) == sorted(ids)
+        assert [await second.get(suspension_id) for suspension_id in ids] == [
+            tombstone_of(kept) for kept in stored.values()
+        ]
 
 
 async def test_closing_a_store_twice_is_harmless(store: SuspensionStore) -> None:
@@ -239,13 +369,16 @@ async def claim_in_two_processes(shared: dict[str, str], ids: list[str]) -> list
 
 
 async def test_two_processes_claiming_the_same_suspensions_win_each_exactly_once(shared: dict[str, str]) -> None:
-    ids = [f"s-{number}" for number in range(50)]
+    stored = {suspension_id: suspension(suspension_id) for suspension_id in (f"s-{number}" for number in range(50))}
+    ids = list(stored)
     async with aclosing(open_store(shared)) as store:
-        for suspension_id in ids:
-            await store.put(suspension(suspension_id), max_per_session=50)
+        for kept in stored.values():
+            await store.put(kept, max_per_session=50)
         first, second = await claim_in_two_processes(shared, ids)
         assert sorted(first + second) == sorted(ids)
-        assert [await store.get(suspension_id) for suspension_id in ids] == [None] * 50
+        assert [await store.get(suspension_id) for suspension_id in ids] == [
+            tombstone_of(kept) for kept in stored.values()
+        ]
 
 
 async def test_a_suspension_stored_by_one_process_is_read_by_another(shared: dict[str, str]) -> None:
@@ -274,6 +407,87 @@ async def test_puts_racing_from_two_stores_never_pass_the_bound(shared: dict[str
                 group.start_soon(put, (first, second)[number % 2], suspension_id)
         assert refused == 15
         assert sum([await first.get(suspension_id) is not None for suspension_id in ids]) == 5
+
+
+# -- stores made by earlier releases ------------------------------------------------------------
+
+
+def sqlite_columns(path: Path) -> list[str]:
+    with closing(sqlite3.connect(path)) as db:
+        return [column for _, column, *_ in db.execute("PRAGMA table_info(suspensions)")]
+
+
+async def test_a_sqlite_file_of_release_0_1_0_gains_the_claimed_column_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "suspensions.sqlite"
+    shutil.copyfile(release_0_1_0.SQLITE, path)
+    assert "claimed" not in sqlite_columns(path)
+    async with aclosing(SqliteSuspensions(path)) as store:
+        (kept,) = await store.find(None, release_0_1_0.TOOL_CALL_ID)
+        assert not kept.claimed
+        assert await claim(store, kept.id) == kept
+        assert await store.get(kept.id) == tombstone_of(kept)
+    assert sqlite_columns(path)[-1] == "claimed"
+    async with aclosing(SqliteSuspensions(path)) as again:  # opening it again changes nothing more
+        assert await again.get(kept.id) == tombstone_of(kept)
+    assert sqlite_columns(path).count("claimed") == 1
+
+
+async def test_two_connections_opening_a_release_0_1_0_sqlite_file_at_once_both_use_it(tmp_path: Path) -> None:
+    path = tmp_path / "suspensions.sqlite"
+    shutil.copyfile(release_0_1_0.SQLITE, path)
+    found: list[list[StoredSuspension]] = []
+
+    async def use(store: SuspensionStore) -> None:
+        found.append(await store.find(None, release_0_1_0.TOOL_CALL_ID))
+
+    # Each store opens its own connection in a thread of its own: both add the column, or see it added.
+    async with aclosing(SqliteSuspensions(path)) as first, aclosing(SqliteSuspensions(path)) as second:
+        async with anyio.create_task_group() as group:
+            group.start_soon(use, first)
+            group.start_soon(use, second)
+    assert [len(each) for each in found] == [1, 1]
+    assert sqlite_columns(path).count("claimed") == 1
+
+
+async def test_a_postgres_table_of_release_0_1_0_gains_the_claimed_column_in_place(
+    postgres_uri: str, postgres_table: str
+) -> None:
+    import asyncpg
+
+    old = suspension(session=None)
+    connection = await asyncpg.connect(postgres_uri)
+    try:
+        await connection.execute(release_0_1_0.POSTGRES_TABLE.format(table=postgres_table))
+        await connection.execute(
+            f"INSERT INTO {postgres_table} ({release_0_1_0.POSTGRES_COLUMNS}) VALUES ($1, '', $2, $3, $4, NULL)",
+            old.id,
+            old.tool_call_id,
+            old.expires_at,
+            old.record,
+        )
+        # Two stores are two pools: their first use races to alter the table.
+        async with (
+            aclosing(PostgresSuspensions(postgres_uri, table=postgres_table)) as first,
+            aclosing(PostgresSuspensions(postgres_uri, table=postgres_table)) as second,
+        ):
+            found: list[StoredSuspension | None] = []
+
+            async def use(store: SuspensionStore) -> None:
+                found.append(await store.get(old.id))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(use, first)
+                group.start_soon(use, second)
+            assert found == [old, old]
+            assert await claim(first, old.id) == old
+            assert await second.get(old.id) == tombstone_of(old)
+        columns = await connection.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position",
+            postgres_table,
+        )
+        assert [column["column_name"] for column in columns][-1] == "claimed"
+    finally:
+        await connection.close()
 
 
 def test_a_sqlite_store_names_a_folder_that_does_not_exist(tmp_path: Path) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import closing
+from contextlib import aclosing, closing
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -30,6 +31,7 @@ import mycelium.suspensions._postgres
 import mycelium.suspensions._records
 import mycelium.suspensions._sqlite
 from mycelium import (
+    AbortController,
     Access,
     AccessRefusal,
     AcquireContext,
@@ -53,10 +55,18 @@ from mycelium import (
     source,
 )
 from mycelium._access import Grant
-from mycelium.failures import CapabilityFailed, DeadlineExceeded, ResumeRefusal, SandboxBusy, SuspensionFailed
+from mycelium.failures import (
+    Cancelled,
+    CapabilityFailed,
+    DeadlineExceeded,
+    ResumeRefusal,
+    SandboxBusy,
+    SuspensionFailed,
+)
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.suspensions import StoredSuspension, SuspensionStore
+from mycelium.suspensions import PostgresSuspensions, SqliteSuspensions, StoredSuspension, SuspensionStore
 from mycelium.suspensions._records import SuspensionRecord
+from tests.support import release_0_1_0
 from tests.support.paths import ROOT, worker
 from tests.support.probes import ProbeSandbox
 from tests.support.racing import race
@@ -151,8 +161,8 @@ def ran_once_to_the_end(crm: Crm, execution_id: str) -> None:
 
 async def replace_stored(store: SuspensionStore, stored: StoredSuspension) -> None:
     """Put ``stored`` in the place of the stored suspension with its id (as someone with the database could)."""
-    assert await store.claim(stored.id, now=time.time()) is not None
-    await store.put(stored, max_per_session=100)
+    assert await store.claim(stored.id, now=time.time(), tombstone=b"") is not None
+    assert await store.restore(stored)
 
 
 async def reseal(
@@ -454,18 +464,19 @@ async def test_an_approval_replayed_after_its_run_resumed_or_its_pause_was_purge
 
     async with host(crm, store, expires_after_ms=60_000) as runtime:
         async with runtime.lease() as lease:
-            assert (await call("t1", CODE, lease).execute()).suspended
+            paused = (await call("t1", CODE, lease).execute()).suspension
+            assert paused is not None
             assert (await call("t1", CODE, lease).execute(approved=True)).value == FINISHED
             again = await call("t1", CODE, lease).execute(approved=True)  # the same approval, delivered twice
             assert (await call("t2", other, lease).execute()).suspended
         later(monkeypatch, 61)
-        assert await runtime.purge_expired_suspensions() == 1
+        assert await runtime.purge_expired_suspensions() == 2  # t1's tombstone, t2's pause
         async with runtime.lease() as lease:
             late = await call("t2", other, lease).execute(approved=True)  # approved after its pause was purged
 
-    for result in (again, late):
-        assert result.failure == SuspensionFailed(suspension_id="", reason="not-found"), result.text
-        assert result.text.startswith("The paused run of this tool call cannot continue")
+    assert again.failure == SuspensionFailed(suspension_id=paused.id, reason="already-resumed"), again.text
+    assert late.failure == SuspensionFailed(suspension_id="", reason="not-found"), late.text
+    assert late.text.startswith("The paused run of this tool call cannot continue")
     creates = [title for op, title, *_ in crm.journal() if op == "create"]
     assert creates == ["one", "two", "three", "four", "uno", "two", "three"]
 
@@ -504,8 +515,8 @@ async def test_a_discarded_suspension_never_resumes_and_only_its_session_can_dis
             replayed = await lease.execute_tool.prepare(call).execute(approved=True)
 
     assert (theirs, ours, twice) == (False, True, False)
-    refused(resumed, suspension, "not-found")
-    assert replayed.failure == SuspensionFailed(suspension_id="", reason="not-found")
+    refused(resumed, suspension, "already-resumed")  # a discard is a claim: its tombstone stays
+    assert replayed.failure == SuspensionFailed(suspension_id=suspension.id, reason="already-resumed")
     nothing_ran_after_the_pause(crm)
 
 
@@ -528,9 +539,8 @@ async def test_two_concurrent_resumes_in_one_process_continue_the_run_once(crm: 
 
     finished = [result for result in results if not result.is_error]
     assert [result.value for result in finished] == [FINISHED]
-    (lost,) = [result.failure for result in results if result.is_error]
-    assert isinstance(lost, SuspensionFailed)
-    assert lost.reason in ("already-resumed", "not-found")
+    (lost,) = [result for result in results if result.is_error]
+    refused(lost, suspension, "already-resumed")
     ran_once_to_the_end(crm, suspension.execution_id)
 
 
@@ -546,8 +556,126 @@ async def test_two_processes_resuming_one_suspension_at_once_continue_the_run_on
     (won,) = [outcome for outcome in outcomes if outcome["failure"] is None]
     (lost,) = [outcome["failure"] for outcome in outcomes if outcome["failure"] is not None]
     assert won["value"] == FINISHED
-    assert lost["code"] == "suspension-failed"
-    assert lost["reason"] in ("already-resumed", "not-found")
+    assert (lost["code"], lost["reason"]) == ("suspension-failed", "already-resumed")
+    ran_once_to_the_end(crm, suspension.execution_id)
+
+
+@EVERY_STORE
+async def test_a_tool_call_replayed_after_its_run_resumed_is_refused_and_never_runs_again(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+        resumed = await runtime.resume(suspension.id, approved=True)
+        replayed = await execute(runtime)  # the framework retries the same tool call
+        async with runtime.lease() as lease:
+            call = ToolCall(id="t1", name="execute", arguments={"code": CODE})
+            approved_again = await lease.execute_tool.prepare(call).execute(approved=True)
+
+    assert resumed.value == FINISHED, resumed.text
+    refused(replayed, suspension, "already-resumed")
+    refused(approved_again, suspension, "already-resumed")
+    ran_once_to_the_end(crm, suspension.execution_id)
+
+
+@EVERY_STORE
+async def test_every_way_back_to_a_resumed_suspension_is_refused_and_runs_nothing(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+        assert (await runtime.resume(suspension.id, approved=True)).value == FINISHED
+        again = await runtime.resume(suspension.id, approved=True)
+        as_recorded = await runtime.resume(suspension.id)
+        decided = await runtime.decide(suspension.id, approved=False)
+        discarded = await runtime.discard(suspension.id)
+        shown = await runtime.suspension(suspension.id)
+
+    refused(again, suspension, "already-resumed")
+    refused(as_recorded, suspension, "already-resumed")
+    assert (decided, discarded, shown) == (False, False, None)
+    ran_once_to_the_end(crm, suspension.execution_id)
+
+
+@EVERY_STORE
+async def test_a_resumed_suspension_leaves_a_tombstone_without_its_paused_state(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+        paused = await store.get(suspension.id)
+        await runtime.resume(suspension.id, approved=True)
+        tombstone = await store.get(suspension.id)
+        assert runtime.suspensions is not None
+        assert tombstone is not None
+        record = await runtime.suspensions.unseal(tombstone)
+
+    assert paused is not None
+    assert record is not None
+    assert (paused.claimed, tombstone.claimed, tombstone.expires_at) == (False, True, paused.expires_at)
+    assert (record.claimed, record.state, record.calls, record.logs, record.code) == (True, b"", (), (), CODE)
+    assert len(tombstone.record) < len(CODE) + 1024 < len(paused.record)
+
+
+@pytest.mark.parametrize("place", ["memory", "sqlite"], indirect=True)
+async def test_a_tombstone_refuses_until_its_suspension_would_have_expired_and_is_purged_after(
+    crm: Crm, store: SuspensionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with host(crm, store, expires_after_ms=60_000) as runtime:
+        suspension = await suspend(runtime)
+        assert (await runtime.resume(suspension.id, approved=True)).value == FINISHED
+        later(monkeypatch, 59)
+        assert await runtime.purge_expired_suspensions() == 0
+        refused(await execute(runtime), suspension, "already-resumed")
+        later(monkeypatch, 61)
+        refused(await runtime.resume(suspension.id, approved=True), suspension, "already-resumed")  # until purged
+        assert await runtime.purge_expired_suspensions() == 1
+        refused(await runtime.resume(suspension.id, approved=True), suspension, "not-found")
+    ran_once_to_the_end(crm, suspension.execution_id)
+
+
+class HeldClaim(MemorySuspensions):
+    """Memory suspensions whose claim, once made, waits for the test to let it answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.claimed = anyio.Event()
+        self.answer = anyio.Event()
+
+    async def claim(self, suspension_id: str, *, now: float, tombstone: bytes) -> StoredSuspension | None:
+        taken = await super().claim(suspension_id, now=now, tombstone=tombstone)
+        self.claimed.set()
+        await self.answer.wait()
+        return taken
+
+
+async def test_a_resume_stopped_while_it_claims_turns_the_tombstone_back_into_the_suspension(crm: Crm) -> None:
+    store = HeldClaim()
+    controller = AbortController()
+    stopped: list[ToolResult] = []
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+        paused = await store.get(suspension.id)
+
+        async def resume() -> None:
+            stopped.append(await runtime.resume(suspension.id, approved=True, signal=controller.signal))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(resume)
+            await store.claimed.wait()
+            claimed = await store.get(suspension.id)
+            controller.abort()
+            store.answer.set()
+    # The runtime has closed: the stopped run's work, the give-back with it, has settled.
+    given_back = await store.get(suspension.id)
+    async with host(crm, store) as runtime:
+        resumed = await runtime.resume(suspension.id, approved=True)
+
+    assert claimed is not None
+    assert claimed.claimed
+    assert [type(result.failure) for result in stopped] == [Cancelled]
+    assert given_back == paused
+    assert resumed.value == FINISHED, resumed.text
     ran_once_to_the_end(crm, suspension.execution_id)
 
 
@@ -732,7 +860,7 @@ async def test_the_same_tool_call_re_invoked_waits_until_decided_then_resumes(cr
 
         assert resumed.value == FINISHED, resumed.text
         ran_once_to_the_end(crm, suspension.execution_id)
-        refused(await runtime.resume(suspension.id), suspension, "not-found")
+        refused(await runtime.resume(suspension.id), suspension, "already-resumed")
 
 
 @SHARED_STORES
@@ -791,7 +919,7 @@ return [first, second]
         assert second.id != first.id
         assert (second.arguments, second.operation_ordinal, second.execution_id) == ({"id": 7}, 2, first.execution_id)
         assert second.tool_call_id == "t1"
-        refused(await runtime.resume(first.id, approved=True), first, "not-found")
+        refused(await runtime.resume(first.id, approved=True), first, "already-resumed")
         assert (await execute(runtime, code)).suspension == second  # the tool call replayed waits at the second
 
         done = await runtime.resume(second.id, approved=True)
@@ -993,3 +1121,52 @@ async def test_a_deferral_raised_by_an_operations_own_code_is_a_host_failure_not
         result = await execute(runtime, "return await tricky.sneaky()")
     assert result.suspension is None
     assert isinstance(result.failure, CapabilityFailed), result.text
+
+
+# -- stores made by release 0.1.0 ---------------------------------------------------------------
+
+
+async def resumes_once(crm: Crm, store: SuspensionStore) -> None:
+    """The suspension release 0.1.0 stored resumes, once: a retry of it, or of its tool call, runs nothing."""
+    (kept,) = await store.find(None, release_0_1_0.TOOL_CALL_ID)
+    suspensions = Suspensions(store=store, key=release_0_1_0.KEY)
+    runtime = Runtime(
+        modules=[crm.module()], sandbox=MontySandbox(), access=Access(confirm=defer), suspensions=suspensions
+    )
+    async with runtime:
+        suspension = await runtime.suspension(kept.id)
+        assert suspension is not None
+        resumed = await runtime.resume(kept.id, approved=True)
+        again = await runtime.resume(kept.id, approved=True)
+        replayed = await execute(runtime, release_0_1_0.CODE, release_0_1_0.TOOL_CALL_ID)
+
+    assert resumed.value == release_0_1_0.FINISHED, resumed.text
+    refused(again, suspension, "already-resumed")
+    refused(replayed, suspension, "already-resumed")
+    # The create ran in the process that paused; here only what came after the pause runs.
+    assert crm.journal() == [("delete", "1", 1, suspension.execution_id)]
+
+
+async def test_a_suspension_release_0_1_0_kept_in_sqlite_resumes_once(crm: Crm, tmp_path: Path) -> None:
+    path = tmp_path / "suspensions.sqlite"
+    shutil.copyfile(release_0_1_0.SQLITE, path)
+    async with aclosing(SqliteSuspensions(path)) as store:
+        await resumes_once(crm, store)
+
+
+async def test_a_suspension_release_0_1_0_kept_in_postgres_resumes_once(
+    crm: Crm, postgres_uri: str, postgres_table: str
+) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(postgres_uri)
+    try:
+        await connection.execute(release_0_1_0.POSTGRES_TABLE.format(table=postgres_table))
+        await connection.execute(
+            f"INSERT INTO {postgres_table} ({release_0_1_0.POSTGRES_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)",
+            *release_0_1_0.stored_row(),
+        )
+    finally:
+        await connection.close()
+    async with aclosing(PostgresSuspensions(postgres_uri, table=postgres_table)) as store:
+        await resumes_once(crm, store)

@@ -108,7 +108,7 @@ class Executor:
         first, *others = record.calls
         decisions: dict[int, Decision | None] = {first.call: "approved" if resumable.approved else "declined"}
         decisions.update((call.call, None) for call in others)
-        claim = functools.partial(desk.claim, resumable.stored)
+        claim = functools.partial(desk.claim, resumable)
         return await self._run(*self._rest(record, decisions, record.logs, claim), signal)
 
     async def fail(self, attempt: Attempt, failure: Failure, cause: BaseException | None) -> ToolResult:

@@ -62,8 +62,9 @@ class PreparedExecute(HandedOut):
         run, reported as ``cancelled``. ``approved`` is a person's decision for a framework
         that asks after a tool call paused and then replays the call: when this tool call's
         run is paused (see :mod:`mycelium.suspensions`), it resumes with that decision. When
-        it is not (it already resumed, or its pause is gone), nothing runs: the result is a
-        ``suspension-failed`` failure (``not-found``), never the program started again.
+        it is not, nothing runs: the result is a ``suspension-failed`` failure
+        (``already-resumed`` while the resumed pause's tombstone lasts, until it would have
+        expired; ``not-found`` once it is purged), never the program started again.
         ``suspension_id`` names the pause the person was shown: a decision for any other
         pause decides nothing, and the result is the call's current pause, asked again.
         Without it, a decision applies only to the call's first pause; once the run has
@@ -125,8 +126,10 @@ class ExecuteTool(HandedOut):
         result is the run's own (or a new suspension at its next deferred decision). A
         suspension resumes at most once: it is claimed from the store once the run holds a
         sandbox slot, so a resume that could not start (no slot in time, cancelled before)
-        leaves it there to try again. When it cannot resume, the result is a
-        ``suspension-failed`` failure saying why, and nothing more of the run ran.
+        leaves it there to try again; a claimed one leaves a tombstone until it would have
+        expired, and resuming it again is refused as ``already-resumed``. When it cannot
+        resume, the result is a ``suspension-failed`` failure saying why, and nothing more
+        of the run ran.
         """
         with self._hold():
             return await self._executor.resume(suspension_id, approved, signal)

@@ -3,8 +3,9 @@
 A :class:`SuspensionDesk` serves one session against one revision (its module digests).
 It keeps a pause (sealed, within the store's bounds and the run's deadline), finds the
 pause of a tool call a framework replays, checks whether a suspension may resume with a
-decision, and claims it for exactly one resume. It never runs anything: the execute tool
-does, with what the desk hands it.
+decision, and claims it for exactly one resume, leaving its tombstone so that a retry
+is refused as ``already-resumed``. It never runs anything: the execute tool does, with
+what the desk hands it.
 """
 
 from __future__ import annotations
@@ -112,16 +113,17 @@ class SuspensionDesk:
     ) -> Replay | None:
         """What a tool call of ``code`` that a framework replays gets; ``None`` when it never paused.
 
-        A paused call of this code that has expired, or whose record fails its seal, is not
-        new either: it is resumed, and so refused, never run from the start again. A decision
-        given for another pause (the one before this, delivered twice) must not decide this
-        one: it is asked again. A decision naming no pause is for the first pause only.
+        A paused call of this code that has expired, was resumed already (its tombstone), or
+        whose record fails its seal, is not new either: it is resumed, and so refused, never
+        run from the start again. A decision given for another pause (the one before this,
+        delivered twice) must not decide this one: it is asked again. A decision naming no
+        pause is for the first pause only.
         """
         paused = await self.suspensions.of_call(self._session_id, tool_call_id, code)
         if paused is None:
             return None
         stored, record = paused
-        if record is None or record.expires_at <= _records.now():
+        if record is None or record.claimed or record.expires_at <= _records.now():
             return Replay(stored.id)
         meant_for_another = stored.id != suspension_id if suspension_id is not None else record.resumed
         if meant_for_another:
@@ -134,7 +136,8 @@ class SuspensionDesk:
         """The suspension checked to resume here, and with which decision; :class:`ResumeRefused` if not.
 
         Nothing changes in the store: a suspension that cannot resume now (undecided, or its
-        operations changed) is still there afterwards.
+        operations changed) is still there afterwards. A claimed one (its tombstone) is
+        ``already-resumed``, expired or not.
         """
         if not isinstance(suspension_id, str):
             raise ResumeRefused("not-found")
@@ -147,6 +150,8 @@ class SuspensionDesk:
             raise ResumeRefused("tampered")
         if record.session_id != self._session_id:
             raise ResumeRefused("not-found")  # another session's suspension is not this one's to see
+        if record.claimed:
+            raise ResumeRefused("already-resumed")
         if record.expires_at <= _records.now():
             raise ResumeRefused("expired")
         recorded = suspensions.open_decision(suspension_id, stored.decision)
@@ -162,20 +167,24 @@ class SuspensionDesk:
             raise ResumeRefused("revision-changed")
         return Resumable(stored, record, approved)
 
-    async def claim(self, stored: StoredSuspension, signal: AbortSignal) -> None:
-        """Take a checked suspension from the store for this resume, or raise why it cannot be had.
+    async def claim(self, resumable: Resumable, signal: AbortSignal) -> None:
+        """Take a checked suspension from the store for this resume, leaving its tombstone, or raise
+        why it cannot be had.
 
-        A run stopped while the claim was under way gives the suspension back: nothing of it ran.
+        A run stopped while the claim was under way gives the suspension back (its tombstone
+        becomes the suspension again): nothing of it ran.
         """
         suspensions = self.suspensions
-        claimed = await suspensions.stored(lambda: suspensions.store.claim(stored.id, now=_records.now()))
+        stored = resumable.stored
+        tombstone = suspensions.tombstone(resumable.record)
+        claimed = await suspensions.stored(
+            lambda: suspensions.store.claim(stored.id, now=_records.now(), tombstone=tombstone)
+        )
         if claimed is None:
             raise ResumeRefused("already-resumed")
         if claimed.record != stored.record:
             raise ResumeRefused("tampered")
         if signal.aborted:
-            # Its own place, so the session's bound cannot refuse it.
-            back = functools.partial(suspensions.store.put, claimed, max_per_session=suspensions.max_per_session + 1)
             with anyio.CancelScope(shield=True):
-                await suspensions.stored(back)
+                await suspensions.stored(lambda: suspensions.store.restore(claimed))
             signal.throw_if_aborted()

@@ -24,7 +24,9 @@ class MemorySuspensions:
         """Store ``suspension`` unless its session is full or its id is taken."""
         now = time.time()
         held = sum(
-            1 for known in self._held.values() if known.session_id == suspension.session_id and known.expires_at > now
+            1
+            for known in self._held.values()
+            if known.session_id == suspension.session_id and known.expires_at > now and not known.claimed
         )
         if held >= max_per_session:
             raise SuspensionLimitReached(f"the session already holds {held} suspensions")
@@ -33,11 +35,11 @@ class MemorySuspensions:
         self._held[suspension.id] = suspension
 
     async def get(self, suspension_id: str) -> StoredSuspension | None:
-        """The suspension, expired or not, if it is held."""
+        """The suspension or its tombstone, expired or not, if it is held."""
         return self._held.get(suspension_id)
 
     async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
-        """This session's suspensions of the tool call, newest first, expired ones too."""
+        """This session's suspensions of the tool call and their tombstones, newest first, expired ones too."""
         found = [
             known
             for known in reversed(self._held.values())
@@ -46,23 +48,31 @@ class MemorySuspensions:
         return found[:MAX_FOUND]
 
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
-        """Set the decision of an unexpired, undecided suspension."""
+        """Set the decision of an unexpired, undecided, unclaimed suspension."""
         known = self._held.get(suspension_id)
-        if known is None or known.expires_at <= now or known.decision is not None:
+        if known is None or known.expires_at <= now or known.decision is not None or known.claimed:
             return False
         self._held[suspension_id] = dataclasses.replace(known, decision=decision)
         return True
 
-    async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
-        """Remove and return the suspension if it is held and unexpired."""
+    async def claim(self, suspension_id: str, *, now: float, tombstone: bytes) -> StoredSuspension | None:
+        """Return the suspension if it is held, unexpired and unclaimed, leaving its tombstone."""
         known = self._held.get(suspension_id)
-        if known is None or known.expires_at <= now:
+        if known is None or known.expires_at <= now or known.claimed:
             return None
-        del self._held[suspension_id]
+        self._held[suspension_id] = dataclasses.replace(known, record=tombstone, claimed=True)
         return known
 
+    async def restore(self, suspension: StoredSuspension) -> bool:
+        """Turn the tombstone of ``suspension.id`` back into ``suspension``, unclaimed."""
+        known = self._held.get(suspension.id)
+        if known is None or not known.claimed:
+            return False
+        self._held[suspension.id] = dataclasses.replace(suspension, claimed=False)
+        return True
+
     async def purge_expired(self, *, now: float) -> int:
-        """Remove the suspensions that expired at or before ``now``."""
+        """Remove the suspensions and tombstones that expired at or before ``now``."""
         expired = [known.id for known in self._held.values() if known.expires_at <= now]
         for suspension_id in expired:
             del self._held[suspension_id]

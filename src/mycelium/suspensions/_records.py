@@ -7,6 +7,7 @@ A :class:`SuspensionRecord` is everything the runtime seals for one paused run; 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -112,6 +113,13 @@ class SuspensionRecord:
     resumed: bool = False
     """Whether the run had resumed before it paused here: a decision replayed with its tool call
     (which names no suspension) decides only a first pause, never this one."""
+    claimed: bool = False
+    """A tombstone's record (see :meth:`tombstone`): it was claimed, and resumes nothing."""
+
+    def tombstone(self) -> SuspensionRecord:
+        """What is kept of this record once it is claimed: who it was and its program's text, so
+        a retry of the resume or of its tool call is recognised; not its state, calls or output."""
+        return dataclasses.replace(self, calls=(), logs=(), state=b"", claimed=True)
 
     def suspension(self) -> Suspension:
         """The host-facing view of the pending call."""

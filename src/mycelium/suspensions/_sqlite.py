@@ -18,23 +18,27 @@ __all__ = ["SqliteSuspensions"]
 T = TypeVar("T")
 
 # A run without a session is stored under the empty string: real session ids are never empty.
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS suspensions (
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS suspensions (
     id TEXT PRIMARY KEY,
     session TEXT NOT NULL,
     tool_call_id TEXT,
     expires_at REAL NOT NULL,
     record BLOB NOT NULL,
-    decision BLOB
-);
-CREATE INDEX IF NOT EXISTS suspensions_by_call ON suspensions (session, tool_call_id);
-"""
+    decision BLOB,
+    claimed INTEGER NOT NULL DEFAULT 0
+)""",
+    "CREATE INDEX IF NOT EXISTS suspensions_by_call ON suspensions (session, tool_call_id)",
+)
+_ADDED_COLUMNS = {"claimed": "claimed INTEGER NOT NULL DEFAULT 0"}
+"""Columns added since release 0.1.0, by name: a file made before gets them when opened."""
 
 
 class SqliteSuspensions:
     """Suspensions in a SQLite file, shared by every process that opens it.
 
-    The file and its table are made on first use; the folder must exist. Each answer is
+    The file and its table are made on first use; the folder must exist. A file made by an
+    earlier release gets the columns it lacks then, in place. Each answer is
     one statement or one ``BEGIN IMMEDIATE`` transaction, so it is atomic across
     processes too, and runs in a worker thread so a busy file never holds the event loop.
 
@@ -63,23 +67,24 @@ class SqliteSuspensions:
             db.execute("BEGIN IMMEDIATE")  # the count and the insert see one state, also across processes
             with db:  # commits, or rolls back on any exception
                 (held,) = db.execute(
-                    "SELECT count(*) FROM suspensions WHERE session = ? AND expires_at > ?", (session, time.time())
+                    "SELECT count(*) FROM suspensions WHERE session = ? AND expires_at > ? AND claimed = 0",
+                    (session, time.time()),
                 ).fetchone()
                 if held >= max_per_session:
                     raise SuspensionLimitReached(f"the session already holds {held} suspensions")
                 try:
-                    db.execute(f"INSERT INTO suspensions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", to_row(suspension))
+                    db.execute(f"INSERT INTO suspensions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", to_row(suspension))
                 except sqlite3.IntegrityError as error:
                     raise ValueError(f"suspension {suspension.id!r} is already stored") from error
 
         await self._run(put)
 
     async def get(self, suspension_id: str) -> StoredSuspension | None:
-        """The suspension, expired or not, if it is stored."""
+        """The suspension or its tombstone, expired or not, if it is stored."""
         return await self._one(f"SELECT {COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,))
 
     async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
-        """This session's suspensions of the tool call, newest first, expired ones too."""
+        """This session's suspensions of the tool call and their tombstones, newest first, expired ones too."""
         rows = await self._run(
             lambda db: db.execute(
                 f"SELECT {COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ?"
@@ -90,26 +95,53 @@ class SqliteSuspensions:
         return [from_row(row) for row in rows]
 
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
-        """Set the decision of an unexpired, undecided suspension with one conditional update."""
+        """Set the decision of an unexpired, undecided, unclaimed suspension with one conditional update."""
         changed = await self._run(
             lambda db: (
                 db.execute(
-                    "UPDATE suspensions SET decision = ? WHERE id = ? AND expires_at > ? AND decision IS NULL",
+                    "UPDATE suspensions SET decision = ?"
+                    " WHERE id = ? AND expires_at > ? AND decision IS NULL AND claimed = 0",
                     (decision, suspension_id, now),
                 ).rowcount
             )
         )
         return changed == 1
 
-    async def claim(self, suspension_id: str, *, now: float) -> StoredSuspension | None:
-        """Remove and return the suspension if it is stored and unexpired, in one statement."""
-        return await self._one(
-            f"DELETE FROM suspensions WHERE id = ? AND expires_at > ? RETURNING {COLUMNS}",
-            (suspension_id, now),
+    async def claim(self, suspension_id: str, *, now: float, tombstone: bytes) -> StoredSuspension | None:
+        """Return the suspension if it is stored, unexpired and unclaimed, leaving its tombstone, in one
+        transaction."""
+
+        def claim(db: sqlite3.Connection) -> StoredSuspension | None:
+            # RETURNING gives the row as updated, and the caller needs the record it replaces: read, then update.
+            db.execute("BEGIN IMMEDIATE")
+            with db:
+                row = db.execute(
+                    f"SELECT {COLUMNS} FROM suspensions WHERE id = ? AND expires_at > ? AND claimed = 0",
+                    (suspension_id, now),
+                ).fetchone()
+                if row is None:
+                    return None
+                db.execute("UPDATE suspensions SET record = ?, claimed = 1 WHERE id = ?", (tombstone, suspension_id))
+            return from_row(row)
+
+        return await self._run(claim)
+
+    async def restore(self, suspension: StoredSuspension) -> bool:
+        """Turn the tombstone of ``suspension.id`` back into ``suspension`` with one conditional update."""
+        suspension_id, *columns, _ = to_row(suspension)
+        changed = await self._run(
+            lambda db: (
+                db.execute(
+                    "UPDATE suspensions SET session = ?, tool_call_id = ?, expires_at = ?, record = ?, decision = ?,"
+                    " claimed = 0 WHERE id = ? AND claimed = 1",
+                    (*columns, suspension_id),
+                ).rowcount
+            )
         )
+        return changed == 1
 
     async def purge_expired(self, *, now: float) -> int:
-        """Remove the suspensions that expired at or before ``now``."""
+        """Remove the suspensions and tombstones that expired at or before ``now``."""
         return await self._run(lambda db: db.execute("DELETE FROM suspensions WHERE expires_at <= ?", (now,)).rowcount)
 
     async def aclose(self) -> None:
@@ -147,11 +179,24 @@ class SqliteSuspensions:
         db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=self._busy_timeout_s)
         try:
             _use_wal(db)
-            db.executescript(_SCHEMA)
+            _make_schema(db)
         except BaseException:
             db.close()
             raise
         return db
+
+
+def _make_schema(db: sqlite3.Connection) -> None:
+    """Make the table, or add to a table an earlier release made the columns it lacks."""
+    # One write transaction: of two processes opening an old file at once, one adds a column, the other sees it.
+    db.execute("BEGIN IMMEDIATE")
+    with db:
+        for statement in _SCHEMA:
+            db.execute(statement)
+        present = {column for _, column, *_ in db.execute("PRAGMA table_info(suspensions)")}
+        for name, definition in _ADDED_COLUMNS.items():
+            if name not in present:
+                db.execute(f"ALTER TABLE suspensions ADD COLUMN {definition}")
 
 
 def _use_wal(db: sqlite3.Connection) -> None:

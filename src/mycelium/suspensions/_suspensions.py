@@ -113,6 +113,11 @@ class Suspensions:
             return await anyio.to_thread.run_sync(self._seal, record)
         return self._seal(record)
 
+    def tombstone(self, record: SuspensionRecord) -> bytes:
+        """The sealed record a store keeps in place of ``record`` once it is claimed (see
+        :meth:`SuspensionRecord.tombstone`); small, so it is sealed on the event loop."""
+        return self._seal(record.tombstone()).record
+
     async def unseal(self, stored: StoredSuspension) -> SuspensionRecord | None:
         """The record inside ``stored``, or ``None`` when its seal or its columns do not match it.
 
@@ -125,7 +130,8 @@ class Suspensions:
     async def of_call(
         self, session_id: str | None, tool_call_id: str, code: str
     ) -> tuple[StoredSuspension, SuspensionRecord | None] | None:
-        """The newest suspension of this session's tool call whose record is ``code``'s, expired or not.
+        """The newest suspension of this session's tool call whose record is ``code``'s, expired,
+        claimed (a tombstone) or not.
 
         Its record is ``None`` when the seal fails (such a suspension is refused, never taken for
         another program's). Raises :class:`StoreUnavailable` when the store fails.
@@ -141,31 +147,33 @@ class Suspensions:
         """The unexpired suspension this session's tool call of ``code`` waits in, if any (see :meth:`of_call`)."""
         paused = await self.of_call(session_id, tool_call_id, code)
         record = paused[1] if paused is not None else None
-        return record.suspension() if record is not None and record.expires_at > _records.now() else None
+        return record.suspension() if record is not None and _waits(record) else None
 
     async def pending(self, suspension_id: object, session_id: str | None) -> Suspension | None:
-        """The unexpired suspension ``suspension_id`` of ``session_id``; ``None`` when there is none for
-        that session, or its record fails its seal."""
-        if not isinstance(suspension_id, str):
-            return None
-        stored = await self.stored(lambda: self.store.get(suspension_id))
-        record = await self.unseal(stored) if stored is not None else None
-        if record is None or record.session_id != session_id or record.expires_at <= _records.now():
-            return None
-        return record.suspension()
+        """The unexpired, unclaimed suspension ``suspension_id`` of ``session_id``; ``None`` when there
+        is none for that session, or its record fails its seal."""
+        record = await self._pending_record(suspension_id, session_id)
+        return record.suspension() if record is not None else None
 
     async def decide(self, suspension_id: str, approved: bool, session_id: str | None) -> bool:
-        """Record a person's decision on an undecided, unexpired suspension of ``session_id``; whether it was."""
-        if await self.pending(suspension_id, session_id) is None:
+        """Record a person's decision on an undecided, unexpired, unclaimed suspension of ``session_id``;
+        whether it was."""
+        if await self._pending_record(suspension_id, session_id) is None:
             return False
         sealed = self.seal_decision(suspension_id, approved)
         return await self.stored(lambda: self.store.decide(suspension_id, sealed, now=_records.now()))
 
     async def discard(self, suspension_id: str, session_id: str | None) -> bool:
-        """Drop an unexpired suspension of ``session_id`` unresumed; whether this call dropped it."""
-        if await self.pending(suspension_id, session_id) is None:
+        """Drop an unexpired, unclaimed suspension of ``session_id`` unresumed; whether this call dropped it.
+
+        Dropping is a claim: its tombstone stays, so a retry of its resume or tool call runs nothing.
+        """
+        record = await self._pending_record(suspension_id, session_id)
+        if record is None:
             return False
-        return await self.stored(lambda: self.store.claim(suspension_id, now=_records.now())) is not None
+        tombstone = self.tombstone(record)
+        claimed = await self.stored(lambda: self.store.claim(suspension_id, now=_records.now(), tombstone=tombstone))
+        return claimed is not None
 
     async def purge_expired(self) -> int:
         """Remove expired suspensions from the store; how many were removed."""
@@ -185,6 +193,15 @@ class Suspensions:
                 return approved
         return None
 
+    async def _pending_record(self, suspension_id: object, session_id: str | None) -> SuspensionRecord | None:
+        if not isinstance(suspension_id, str):
+            return None
+        stored = await self.stored(lambda: self.store.get(suspension_id))
+        record = await self.unseal(stored) if stored is not None else None
+        if record is None or record.session_id != session_id or not _waits(record):
+            return None
+        return record
+
     def _seal(self, record: SuspensionRecord) -> StoredSuspension:
         header = {
             "id": record.id,
@@ -201,6 +218,7 @@ class Suspensions:
             "calls": [call.__dict__ for call in record.calls],
             "logs": list(record.logs),
             "resumed": record.resumed,
+            "claimed": record.claimed,
         }
         body = frame(_RECORD_MAGIC, header, record.state)
         return StoredSuspension(
@@ -209,6 +227,7 @@ class Suspensions:
             tool_call_id=record.tool_call_id,
             expires_at=record.expires_at,
             record=body + self._mac(body),
+            claimed=record.claimed,
         )
 
     def _unseal(self, stored: StoredSuspension) -> SuspensionRecord | None:
@@ -234,18 +253,26 @@ class Suspensions:
                 logs=tuple(str(line) for line in header["logs"]),
                 state=state,
                 resumed=header["resumed"] is True,
+                # Records sealed before tombstones existed say nothing of it: they were all unclaimed.
+                claimed=header.get("claimed", False) is True,
             )
         except (ValueError, TypeError, KeyError):
             return None  # sealed by us yet unreadable: a record of another version
         # The columns a store searches by must say what the sealed record says.
-        columns = (stored.id, stored.session_id, stored.tool_call_id, stored.expires_at)
-        if columns != (record.id, record.session_id, record.tool_call_id, record.expires_at) or not record.calls:
+        columns = (stored.id, stored.session_id, stored.tool_call_id, stored.expires_at, stored.claimed)
+        sealed = (record.id, record.session_id, record.tool_call_id, record.expires_at, record.claimed)
+        if columns != sealed or not (record.calls or record.claimed):
             return None
         return record
 
     def _mac(self, data: bytes) -> bytes:
         assert self.key is not None  # set in __post_init__
         return hmac.new(self.key, data, hashlib.sha256).digest()
+
+
+def _waits(record: SuspensionRecord) -> bool:
+    """Whether ``record`` still waits for its decision: unclaimed and unexpired."""
+    return not record.claimed and record.expires_at > _records.now()
 
 
 def required(suspensions: Suspensions | None) -> Suspensions:
