@@ -71,7 +71,7 @@ from tests.support.paths import ROOT, worker
 from tests.support.probes import ProbeSandbox
 from tests.support.racing import race
 from tests.support.store_worker import open_store
-from tests.support.suspend_worker import Crm, host
+from tests.support.suspend_worker import KEY, Crm, host
 
 WORKER = worker("suspend_worker")
 
@@ -758,6 +758,95 @@ async def test_a_decision_sealed_for_another_suspension_is_refused_as_tampered(
         assert crm.ran("delete") == 0
         assert (await runtime.resume(approved.id)).value == {"deleted": 1}
     assert [entry[:2] for entry in crm.journal()] == [("delete", "1")]
+
+
+# -- a key ring: the newest key seals, every key opens ---------------------------------------------
+
+NEW_KEY = b"the key rotated in after the pause"
+
+
+def keyed(crm: Crm, store: SuspensionStore, key: bytes, *previous: bytes) -> Runtime:
+    """The suspend tests' host, sealing under ``key`` and opening under ``previous`` too."""
+    return Runtime(
+        modules=[crm.module()],
+        sandbox=MontySandbox(),
+        access=Access(confirm=defer),
+        suspensions=Suspensions(store=store, key=key, previous_keys=previous),
+    )
+
+
+@EVERY_STORE
+async def test_a_record_sealed_under_a_previous_key_resumes_under_the_new_one(crm: Crm, store: SuspensionStore) -> None:
+    async with host(crm, store) as runtime:  # sealed under KEY
+        suspension = await suspend(runtime)
+    async with keyed(crm, store, NEW_KEY, KEY) as rotated:
+        assert await rotated.suspension(suspension.id) == suspension
+        resumed = await rotated.resume(suspension.id, approved=True)
+
+    assert resumed.value == FINISHED, resumed.text
+    ran_once_to_the_end(crm, suspension.execution_id)
+
+
+async def test_a_record_sealed_under_a_key_dropped_from_the_ring_is_refused_as_tampered(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+    async with keyed(crm, store, NEW_KEY) as dropped:
+        assert await dropped.suspension(suspension.id) is None
+        refused(await dropped.resume(suspension.id, approved=True), suspension, "tampered")
+    nothing_ran_after_the_pause(crm)
+
+
+async def test_a_decision_sealed_under_a_previous_key_decides_under_the_new_one(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+        assert await runtime.decide(suspension.id, approved=True)
+    async with keyed(crm, store, NEW_KEY, KEY) as rotated:
+        resumed = await rotated.resume(suspension.id)  # with the decision recorded before the rotation
+
+    assert resumed.value == FINISHED, resumed.text
+    ran_once_to_the_end(crm, suspension.execution_id)
+
+
+async def test_a_decision_sealed_under_a_key_dropped_from_the_ring_is_refused_as_tampered(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+        assert await runtime.decide(suspension.id, approved=True)
+    # The record sealed again under the new key, its decision left as the old key sealed it.
+    rotated_suspensions = Suspensions(store=store, key=NEW_KEY, previous_keys=(KEY,))
+    stored = await store.get(suspension.id)
+    assert stored is not None
+    record = await rotated_suspensions.unseal(stored)
+    assert record is not None
+    resealed = await rotated_suspensions.seal(record)
+    await replace_stored(store, dataclasses.replace(resealed, decision=stored.decision))
+
+    async with keyed(crm, store, NEW_KEY) as dropped:
+        refused(await dropped.resume(suspension.id), suspension, "tampered")
+        nothing_ran_after_the_pause(crm)
+    async with keyed(crm, store, NEW_KEY, KEY) as rotated:
+        resumed = await rotated.resume(suspension.id)
+    assert resumed.value == FINISHED, resumed.text
+
+
+async def test_a_rotated_ring_seals_records_and_decisions_under_its_newest_key(
+    crm: Crm, store: SuspensionStore
+) -> None:
+    async with keyed(crm, store, NEW_KEY, KEY) as rotated:
+        suspension = await suspend(rotated)
+        assert await rotated.decide(suspension.id, approved=True)
+    async with host(crm, store) as old:  # the previous key alone opens neither
+        refused(await old.resume(suspension.id), suspension, "tampered")
+    async with keyed(crm, store, NEW_KEY) as newest:  # the previous key dropped: both still open
+        resumed = await newest.resume(suspension.id)
+
+    assert resumed.value == FINISHED, resumed.text
+    ran_once_to_the_end(crm, suspension.execution_id)
 
 
 # -- the revision it resumes against ----------------------------------------------------------

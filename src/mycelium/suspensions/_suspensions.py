@@ -3,7 +3,9 @@
 What is stored is sealed: an HMAC-SHA256 under the host's ``key`` covers the sandbox's
 state and everything the runtime needs to continue (identity, the next ordinal, the
 revision the run was offered, the pending calls and their arguments). A record changed
-in the store is refused; a decision is sealed to the one suspension it decides. Every
+in the store is refused; a decision is sealed to the one suspension it decides. The
+newest key seals; it and every one of ``previous_keys`` open, so a key can be rotated
+without refusing what was sealed before. Every
 store operation is bounded in time, and a failing or silent store is
 :class:`StoreUnavailable`, never a guess.
 """
@@ -34,6 +36,7 @@ MIB = 1024 * 1024
 SEAL_ON_LOOP_BYTES = 256 * 1024
 """Sealing or checking a record larger than this hashes it off the event loop; less takes under a millisecond."""
 _MAC_BYTES = 32
+_MIN_KEY_BYTES = 16
 _RECORD_MAGIC = b"MYCSUSP1"
 _DECISIONS = {True: b"approved", False: b"declined"}
 NO_SUSPENSIONS = "this runtime keeps no suspensions: give it Runtime(suspensions=Suspensions(...))"
@@ -53,6 +56,10 @@ class Suspensions:
     - ``key``: the HMAC key that seals what is stored, at least 16 bytes. Required for a
       store that outlives the process (every process that resumes needs the same key); a
       memory store gets a random one.
+    - ``previous_keys``: older keys, each at least 16 bytes, that still open what they
+      sealed (records and decisions) but seal nothing new. To rotate, give every process
+      the new ``key`` with the old one here, then drop the old one once ``expires_after_ms``
+      has passed: by then everything it sealed has expired.
     - ``expires_after_ms``: how long a suspension waits for its decision (24 hours).
     - ``max_per_session``: how many suspensions one session may hold at once (20). When
       it is full, a deferred call is refused as ``confirmation-unavailable`` and the run
@@ -64,6 +71,7 @@ class Suspensions:
 
     store: SuspensionStore = field(default_factory=MemorySuspensions)
     key: bytes | None = field(default=None, repr=False)
+    previous_keys: tuple[bytes, ...] = field(default=(), repr=False)
     expires_after_ms: int = 86_400_000
     max_per_session: int = 20
     max_state_bytes: int = 16 * MIB
@@ -83,8 +91,16 @@ class Suspensions:
                     "that resumes a suspension must seal and check it with the same key"
                 )
             object.__setattr__(self, "key", secrets.token_bytes(32))
-        elif not isinstance(self.key, bytes) or len(self.key) < 16:
+        elif not isinstance(self.key, bytes) or len(self.key) < _MIN_KEY_BYTES:
             raise ValueError("Suspensions.key must be bytes, at least 16 of them")
+        # Named by position only: an error message must never quote a key.
+        if not isinstance(self.previous_keys, tuple):
+            raise ValueError(
+                f"Suspensions.previous_keys must be a tuple of keys, got {type(self.previous_keys).__name__}"
+            )
+        for index, older in enumerate(self.previous_keys):
+            if not isinstance(older, bytes) or len(older) < _MIN_KEY_BYTES:
+                raise ValueError(f"Suspensions.previous_keys[{index}] must be bytes, at least 16 of them")
 
     async def stored(self, operation: Callable[[], Awaitable[T]], *, until: float | None = None) -> T:
         """Run one store operation within ``store_timeout_ms`` (and by ``until``, on anyio's clock).
@@ -189,7 +205,7 @@ class Suspensions:
         if sealed is None:
             return None
         for approved, word in _DECISIONS.items():
-            if sealed == word + self._mac(suspension_id.encode() + b":" + word):
+            if sealed.startswith(word) and self._opens(sealed[len(word) :], suspension_id.encode() + b":" + word):
                 return approved
         return None
 
@@ -233,7 +249,7 @@ class Suspensions:
     def _unseal(self, stored: StoredSuspension) -> SuspensionRecord | None:
         blob = stored.record
         body, mac = blob[:-_MAC_BYTES], blob[-_MAC_BYTES:]
-        if len(blob) <= _MAC_BYTES or not hmac.compare_digest(mac, self._mac(body)):
+        if len(blob) <= _MAC_BYTES or not self._opens(mac, body):
             return None
         try:
             header, state = unframe(_RECORD_MAGIC, body)
@@ -266,8 +282,17 @@ class Suspensions:
         return record
 
     def _mac(self, data: bytes) -> bytes:
+        """The seal of ``data`` under the newest key."""
         assert self.key is not None  # set in __post_init__
         return hmac.new(self.key, data, hashlib.sha256).digest()
+
+    def _opens(self, mac: bytes, data: bytes) -> bool:
+        """Whether ``mac`` seals ``data`` under any key of the ring (the newest tried first)."""
+        assert self.key is not None  # set in __post_init__
+        return any(
+            hmac.compare_digest(mac, hmac.new(key, data, hashlib.sha256).digest())
+            for key in (self.key, *self.previous_keys)
+        )
 
 
 def _waits(record: SuspensionRecord) -> bool:
