@@ -409,10 +409,11 @@ class Runtime:
         """Drop a suspension of ``session`` (the runtime's by default) without resuming it.
 
         For a host whose person declined and whose framework ends the tool call there (so the
-        program is not told of the refusal): nothing more of the run runs, the record stops
-        counting against ``max_per_session``, and a later resume or replayed decision is
-        refused as ``not-found``. Returns ``False`` when there is no such unexpired suspension,
-        or it was resumed or discarded first (claiming is atomic, as for a resume).
+        program is not told of the refusal): nothing more of the run runs, the record stops counting
+        against ``max_per_session``, and a later resume or replayed decision is refused as
+        ``already-resumed`` (until the suspension would have expired and is purged). Returns
+        ``False`` when there is no such unexpired suspension, or it was resumed or discarded first
+        (claiming is atomic, as for a resume).
         """
         return await required(self.suspensions).discard(suspension_id, self._session_id(session))
 

@@ -97,7 +97,7 @@ async def test_a_retry_replayed_after_the_run_resumed_runs_nothing_again() -> No
     assert first.result()["isError"] is False
     replayed = again.result()
     assert replayed["isError"] is True
-    assert "already-resumed" in replayed["content"][0]["text"]
+    assert "already been resumed" in replayed["content"][0]["text"]
     assert host.writes == [("create", 3), ("delete", 1)]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import httpx2
@@ -20,7 +20,7 @@ import pytest
 
 from mycelium import ExecutionOptions, Module
 from mycelium.mcp._principals import principal_session
-from mycelium.suspensions import MemorySuspensions, Suspensions
+from mycelium.suspensions import MemorySuspensions, StoredSuspension, Suspensions
 
 from . import raw_http as raw
 from .conftest import ALICE, BOB, Host, served, text_of
@@ -189,7 +189,23 @@ def _padded(n: int) -> str:
 
 async def test_pause_and_decline_cycles_do_not_grow_the_store_without_bound() -> None:
     host = granted()
-    store = MemorySuspensions()
+
+    class Measured(MemorySuspensions):
+        """Keeps the size of every record the store holds, by id, as it changes."""
+
+        held: ClassVar[dict[str, int]] = {}
+
+        async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
+            await super().put(suspension, max_per_session=max_per_session)
+            self.held[suspension.id] = len(suspension.record)
+
+        async def claim(self, suspension_id: str, *, now: float, tombstone: bytes) -> StoredSuspension | None:
+            claimed = await super().claim(suspension_id, now=now, tombstone=tombstone)
+            if claimed is not None:
+                self.held[suspension_id] = len(tombstone)
+            return claimed
+
+    store = Measured()
     cycles, max_per_session = 40, 5
     async with served(host, suspensions=Suspensions(store=store, max_per_session=max_per_session)) as s:
         async with httpx2.AsyncClient(timeout=30) as http:
@@ -197,11 +213,10 @@ async def test_pause_and_decline_cycles_do_not_grow_the_store_without_bound() ->
                 state = await pause(http, s.url, _padded(n), request_id=n)
                 declined = await call(http, s.url, _padded(n), request_id=10_000 + n, state=state, responses=DECLINE)
                 assert "confirmation-declined" in tool_text(declined)
-    kept = [stored for n in range(cycles) for stored in await store.find(principal_session(ALICE), str(n))]
-    held = sum(len(stored.record) for stored in kept)
+    assert len(store.held) == cycles
     # Bounded by the pending quota's worth of programs plus a small tombstone per finished approval.
     budget = max_per_session * 64 * 1024 + cycles * 1024
-    assert held <= budget, f"{len(kept)} records, {held} bytes held after {cycles} finished approvals"
+    assert sum(store.held.values()) <= budget, store.held
 
 
 async def test_expired_paused_runs_are_purged_not_kept_in_the_store() -> None:

@@ -7,10 +7,12 @@
 The block holds one lease (released when it ends, also on failure and cancellation); the
 tool is named ``execute``, takes ``{"code": ...}`` and carries the lease's description.
 LangChain's tool call id becomes the execute's, so a tool call LangGraph runs again while
-its program is paused is a replay that runs nothing again. Once the program has finished,
-its pause is gone: a rerun of the node from an earlier checkpoint (time travel) runs the
-call anew, and its operations see the same tool call id and ordinals as the first time, so
-one that must not repeat can tell. The model reads :func:`~mycelium.integrations.model_output`.
+its program is paused is a replay that runs nothing again. A program that paused and
+then finished leaves a tombstone until its pause would have expired: a rerun of the node
+from an earlier checkpoint (time travel) is refused as already resumed, not run twice.
+After that, or for a program that never paused, the call runs anew, and its operations
+see the same tool call id and ordinals as the first time, so one that must not repeat can
+tell. The model reads :func:`~mycelium.integrations.model_output`.
 A program the model can fix (:data:`~mycelium.integrations.MODEL_FIXABLE`) comes back as
 an error ``ToolMessage`` (``status="error"``); every other outcome, a host or sandbox
 failure included, is an ordinary tool result, so no guest failure ever ends the graph.
@@ -44,8 +46,8 @@ stopping the graph at its own point.
 
 ``create_agent`` runs each tool call as a task of its own, so an interrupt reruns only
 the paused call. A hand-built graph whose one ``ToolNode`` task runs several tool calls
-reruns all of them, and a call that had finished runs again (only a paused call
-replays): give each tool call its own task (``Send``), as ``create_agent`` does.
+reruns all of them, and a call that had finished without pausing runs again (only a call
+that paused replays): give each tool call its own task (``Send``), as ``create_agent`` does.
 
 Install with ``pip install 'mycelium-codemode[langchain]'``. Use the async API
 (``ainvoke``, ``astream``): the execute is asynchronous.

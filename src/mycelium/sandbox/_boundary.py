@@ -121,7 +121,7 @@ def _describe(failure: Failure) -> str:
 _RESUME_REFUSALS = {
     "not-found": "there is no such paused run waiting (it finished, was already resumed, or never existed).",
     "expired": "the time to decide ran out, so the call that awaited approval did not run.",
-    "already-resumed": "it is being resumed elsewhere.",
+    "already-resumed": "it has already been resumed (or was discarded), and a paused run never runs twice.",
     "tampered": "its stored state failed its integrity check.",
     "revision-changed": "the operations it was using have changed since it paused.",
     "undecided": "nobody has approved or declined the call it waits for yet.",

@@ -117,9 +117,14 @@ class SuspensionRecord:
     """A tombstone's record (see :meth:`tombstone`): it was claimed, and resumes nothing."""
 
     def tombstone(self) -> SuspensionRecord:
-        """What is kept of this record once it is claimed: who it was and its program's text, so
-        a retry of the resume or of its tool call is recognised; not its state, calls or output."""
-        return dataclasses.replace(self, calls=(), logs=(), state=b"", claimed=True)
+        """What is kept of this record once it is claimed: who it was and a digest of its program,
+        so a retry of the resume or of its tool call is recognised; not its program's text (up to
+        64 KiB, kept for a day), its state, calls or output."""
+        return dataclasses.replace(self, code=_digest(self.code), calls=(), logs=(), state=b"", claimed=True)
+
+    def runs(self, code: str) -> bool:
+        """Whether this record (or its tombstone) is of a run of ``code``."""
+        return self.code == (_digest(code) if self.claimed else code)
 
     def suspension(self) -> Suspension:
         """The host-facing view of the pending call."""
@@ -174,6 +179,10 @@ def module_digests(graph: OperationGraph) -> dict[str, str]:
         ]
         digests[module.id] = hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:32]
     return digests
+
+
+def _digest(code: str) -> str:
+    return "sha256:" + hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def now() -> float:

@@ -155,7 +155,7 @@ class Suspensions:
         found = await self.stored(lambda: self.store.find(session_id, tool_call_id))
         for stored in found:
             record = await self.unseal(stored)
-            if record is None or record.code == code:  # else: another program under the same tool call id
+            if record is None or record.runs(code):  # else: another program under the same tool call id
                 return stored, record
         return None
 
