@@ -267,7 +267,7 @@ class McpCatalog(McpCatalogProvider):
         self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
         self._retired: set[_Loaded] = set()  # retired, still closing: their requests finish on them
         self._starting = anyio.Lock()
-        self._purging = anyio.CancelScope()
+        self._purging: anyio.CancelScope | None = None  # made once entered: a scope needs an event loop
         self._tasks: TaskGroup | None = None
         self._exit = AsyncExitStack()
         self._closed = False
@@ -332,7 +332,8 @@ class McpCatalog(McpCatalogProvider):
         check_backend(self._shared)
         self._tasks = await self._exit.enter_async_context(anyio.create_task_group())
         if self._suspensions is not None:
-            self._tasks.start_soon(self._purge, self._suspensions)
+            self._purging = anyio.CancelScope()
+            self._tasks.start_soon(self._purge, self._suspensions, self._purging)
         return self
 
     async def __aexit__(
@@ -357,7 +358,8 @@ class McpCatalog(McpCatalogProvider):
         its sandbox and its store to close.
         """
         self._closed = True
-        self._purging.cancel()
+        if self._purging is not None:
+            self._purging.cancel()
         loaded = list(self._loaded.values())
         self._loaded.clear()
         for each in loaded:
@@ -452,7 +454,7 @@ class McpCatalog(McpCatalogProvider):
                 self._retire(self._loaded.popitem(last=False)[1])
             return runtime
 
-    async def _purge(self, suspensions: Suspensions) -> None:
+    async def _purge(self, suspensions: Suspensions, scope: anyio.CancelScope) -> None:
         """Remove expired suspensions and tombstones now and then, until the catalog closes.
 
         Nothing else would: a paused run nobody answers, and the tombstone of one resumed,
@@ -460,7 +462,7 @@ class McpCatalog(McpCatalogProvider):
         one store is harmless; each removes what has expired.
         """
         every = min(_PURGE_EVERY_S, max(1.0, suspensions.expires_after_ms / 1000 / 10))
-        with self._purging:
+        with scope:
             while True:
                 await anyio.sleep(every)
                 try:
