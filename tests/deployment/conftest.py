@@ -167,7 +167,8 @@ class Nginx:
 
 def render_nginx_config(*, folder: Path, listen: str, servers: list[str], as_root: bool) -> str:
     """``nginx.conf.template`` filled in: scratch paths under ``folder``, one ``server`` line per replica."""
-    lines = "\n".join(f"        server {address};" for address in servers)
+    # max_fails=0: routing follows only which replicas are up right now, never nginx's memory of a failure.
+    lines = "\n".join(f"        server {address} max_fails=0;" for address in servers)
     # Started as root, nginx's workers would run as `nobody`, who cannot enter pytest's private folders.
     user = "user root root;" if as_root else ""
     filled = NGINX_TEMPLATE.read_text()
