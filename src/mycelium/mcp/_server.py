@@ -605,7 +605,7 @@ class McpServer:
             while result.suspension is not None:
                 question = approval_question(result.suspension)
                 if modern:
-                    return _input_required(_Paused(result.suspension.id, question))
+                    return _input_required(_PendingApproval(result.suspension.id, question))
                 # Over a connection the server asks while the paused run holds nothing.
                 answer = await access.ask(question)
                 if answer:
@@ -630,7 +630,7 @@ class McpServer:
 
 
 @dataclass(frozen=True)
-class _Paused:
+class _PendingApproval:
     """What a requestState carries: the paused run's id in the store, and the question to ask again.
 
     Only the SDK's boundary ever sees it sealed; it opened and checked the client's copy
@@ -644,19 +644,19 @@ class _Paused:
         return json.dumps({"suspension": self.suspension_id, "question": self.question})
 
 
-def _paused(state: str | None) -> _Paused | None:
+def _paused(state: str | None) -> _PendingApproval | None:
     """The paused run a retry's (already opened) requestState names; ``None`` on a first call."""
     if state is None:
         return None
     try:
         fields = json.loads(state)
-        return _Paused(str(fields["suspension"]), str(fields["question"]))
+        return _PendingApproval(str(fields["suspension"]), str(fields["question"]))
     except (ValueError, TypeError, KeyError):
         # Minted by this server under the ring yet unreadable: another release's state.
         raise MCPError(code=types.INVALID_PARAMS, message="Invalid or expired requestState") from None
 
 
-def _input_required(paused: _Paused) -> types.InputRequiredResult:
+def _input_required(paused: _PendingApproval) -> types.InputRequiredResult:
     form = types.ElicitRequestFormParams(message=paused.question, requested_schema=APPROVAL_SCHEMA)
     return types.InputRequiredResult(
         input_requests={APPROVAL: types.ElicitRequest(params=form)}, request_state=paused.state()
