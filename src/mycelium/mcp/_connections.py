@@ -119,7 +119,7 @@ class SqliteConnections:
         self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=10)
         self._lock = threading.Lock()
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(self._db)
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS mcp_connections ("
                 " id TEXT PRIMARY KEY, principal TEXT NOT NULL, used_at REAL NOT NULL)"
@@ -197,6 +197,18 @@ class SqliteConnections:
                 return self._db.execute(sql, parameters).rowcount
 
         return await anyio.to_thread.run_sync(run)
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, so readers never wait for a writer."""
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError:
+        # The switch fails at once, without the busy wait, while another connection holds the file (replicas
+        # starting at the same moment): wait for it as an exclusive transaction does, then switch.
+        db.execute("BEGIN EXCLUSIVE")
+        db.execute("COMMIT")
+        db.execute("PRAGMA journal_mode=WAL")
 
 
 class PostgresConnections:
