@@ -20,9 +20,21 @@ TOKEN_ENV = "MYCELIUM_TOKEN"
 
 
 def print_banner(
-    out: Console, *, target: Target, label: str, name: str, url: str, token: str, token_source: str, cwd: str
+    out: Console,
+    *,
+    target: Target,
+    label: str,
+    name: str,
+    url: str,
+    token: str,
+    token_source: str,
+    cwd: str,
+    store: str | None = None,
 ) -> None:
-    """Print how to reach the server at ``url``; ``token_source`` says whether the token may be shown."""
+    """Print how to reach the server at ``url``; ``token_source`` says whether the token may be shown.
+
+    ``store`` names the store this replica shares (its password already masked), if any.
+    """
     if token_source == "generated":
         shown, note = token, f"generated for this run; set {TOKEN_ENV} to choose one"
         header = f"Bearer {token}"
@@ -36,6 +48,8 @@ def print_banner(
     out.print(f"[bold]Mycelium[/] is serving [bold]{escape(label)}[/] over MCP (Streamable HTTP)")
     out.print(f"  URL    {escape(url)}")
     out.print(f"  Token  {escape(shown)}  [dim]({escape(note)})[/]")
+    if store is not None:
+        out.print(f"  Store  {escape(store)}  [dim](connections and paused runs, shared with every replica)[/]")
     out.print()
     out.print("[bold]MCP Inspector[/] (command line):")
     inspector = (

@@ -1,8 +1,10 @@
 """Serving over Streamable HTTP: the catalog at ``/mcp`` with uvicorn, behind a bearer token.
 
 The socket is bound before anything is announced, so the URL printed (with the real port
-when the port asked for is 0) already answers; a stop closes the MCP streams first, then
-gives uvicorn :data:`GRACEFUL_SHUTDOWN_SECONDS` to finish the requests still running.
+when the port asked for is 0) already answers. ``/healthz`` answers in front of the server
+(see :mod:`._front`). The first SIGTERM or SIGINT drains: new work gets 503 while the
+requests in flight get up to ``drain_seconds`` to finish, those still running then are
+cancelled, the MCP streams are closed, and uvicorn stops. The next signal stops at once.
 """
 
 from __future__ import annotations
@@ -21,15 +23,27 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ..mcp import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, McpCatalogProvider, McpServer, bearer_tokens, create_mcp
+from ..mcp import (
+    LOOPBACK_HOSTS,
+    LOOPBACK_ORIGINS,
+    McpCatalogProvider,
+    McpServer,
+    SecretKeys,
+    bearer_tokens,
+    create_mcp,
+)
 from ._banner import print_banner
+from ._console import logger
+from ._front import Front, Health, Probe
 from ._owner import LOCAL_PRINCIPAL
 from ._signals import stop_on_signal
 from ._target import Target
 
 MCP_PATH = "/mcp"
-GRACEFUL_SHUTDOWN_SECONDS = 10
-"""How long a stop waits for requests still running before cancelling them."""
+DEFAULT_DRAIN_SECONDS = 30
+"""How long a stop waits, by default, for the requests in flight before cancelling them."""
+_SHUTDOWN_BACKSTOP_SECONDS = 5
+"""What uvicorn still waits, after the drain, for connections to close: by then nothing should be running."""
 
 
 class ServeError(Exception):
@@ -46,10 +60,30 @@ class HttpOptions:
     token_source: str
     """"generated", "env" or "option": whether the banner may show the token."""
     allow_hosts: Sequence[str]
+    drain_seconds: float = DEFAULT_DRAIN_SECONDS
+    """How long a stop waits for the requests in flight before cancelling them."""
+
+
+@dataclass(frozen=True)
+class Replica:
+    """What this replica shares with the others (``--store``): the ring that seals, and the store."""
+
+    secret_keys: SecretKeys
+    probe: Probe
+    """The store's health check."""
+    store: str
+    """How to name the store to a person: its URL with the password masked."""
 
 
 async def serve_http(
-    catalog: McpCatalogProvider, *, target: Target, label: str, name: str, http: HttpOptions, out: Console
+    catalog: McpCatalogProvider,
+    *,
+    target: Target,
+    label: str,
+    name: str,
+    http: HttpOptions,
+    out: Console,
+    replica: Replica | None = None,
 ) -> None:
     """Serve ``catalog`` until a signal stops it; the banner goes to ``out``. Raises :class:`ServeError`."""
     host, token, allow_hosts = http.host, http.token, http.allow_hosts
@@ -62,6 +96,8 @@ async def serve_http(
             *LOOPBACK_ORIGINS,
             *(f"{scheme}://{allowed}:*" for allowed in allow_hosts for scheme in ("http", "https")),
         ],
+        # Without a ring the server seals under a key of this process, which is right for one replica.
+        secret_keys=replica.secret_keys if replica is not None else None,
     )
     sock = _bind(host, http.port)
     bound_port = sock.getsockname()[1]
@@ -84,32 +120,38 @@ async def serve_http(
                 token=token,
                 token_source=http.token_source,
                 cwd=os.getcwd(),
+                store=replica.store if replica is not None else None,
             )
             yield
 
     web_app = Starlette(routes=[Route(MCP_PATH, _AsgiEndpoint(server))], lifespan=lifespan)
+    front = Front(web_app, Health(replica.probe if replica is not None else None))
     web = _Uvicorn(
         uvicorn.Config(
-            web_app,
+            front,
             lifespan="on",
             log_config=None,
             access_log=False,
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            timeout_graceful_shutdown=_SHUTDOWN_BACKSTOP_SECONDS,
         )
     )
     stop = anyio.Event()
 
-    def force() -> None:
+    def at_once() -> None:
+        logger.info("stopping at once")
+        front.cancel_in_flight()
         web.force_exit = True
+        web.should_exit = True
 
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stop_on_signal, stop, force)
+            tg.start_soon(stop_on_signal, stop, at_once)
 
             async def stop_when_asked() -> None:
                 await stop.wait()
-                # Close the MCP streams first: an open event stream would hold uvicorn's
-                # shutdown until its grace period ends.
+                await _drain(front, http.drain_seconds)
+                # Close the MCP streams before uvicorn stops: an open event stream would
+                # hold its shutdown until the backstop ends.
                 await server.close()
                 web.should_exit = True
 
@@ -124,6 +166,20 @@ async def serve_http(
     if not web.started:
         # Raised here, outside the task group, so it is not wrapped in an exception group.
         raise ServeError("the server failed to start (see the log above)")
+
+
+async def _drain(front: Front, seconds: float) -> None:
+    """Take no new work, give the requests in flight ``seconds`` to finish, then cancel what still runs."""
+    front.drain()
+    # Said once new work is refused, never before: tests and operators read it as the drain's start.
+    logger.info("draining: new requests get 503; %d in flight get up to %s s to finish", front.in_flight, seconds)
+    with anyio.move_on_after(seconds):
+        await front.drained()
+    if front.in_flight:
+        logger.warning("cancelling %d request(s) still running after %s s", front.in_flight, seconds)
+        front.cancel_in_flight()
+        with anyio.move_on_after(_SHUTDOWN_BACKSTOP_SECONDS):
+            await front.drained()
 
 
 def _bind(host: str, port: int) -> socket.socket:

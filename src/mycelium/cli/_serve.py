@@ -1,8 +1,11 @@
 """The ``serve`` verb: its options and their checks, and serving the target over the transport chosen.
 
 Over Streamable HTTP (the default) the catalog is served at ``/mcp`` behind a bearer token;
-over stdio to the one client that launched the process. Either way, a bad APP is one line
-and exit code 2, serving that fails one line and exit code 1, Ctrl-C while APP loads 130.
+over stdio to the one client that launched the process. With ``--store`` the process is one
+replica of many: its connection records and paused runs live in the shared store, sealed
+under the deployment's key ring. Either way, a bad APP, store URL or key ring is one line
+and exit code 2, serving that fails (a store that does not answer included) one line and
+exit code 1, Ctrl-C while APP loads 130.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ..mcp import McpCatalog, McpCatalogProvider
 from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._banner import TOKEN_ENV
 from ._console import logger, logging_to
-from ._http import HttpOptions, ServeError, serve_http
+from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._stdio import serve_stdio
+from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
 from ._target import CONFIG_OPTION, Target, choose_target
 
 
@@ -81,6 +86,27 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            envvar=STORE_ENV,
+            show_envvar=True,
+            metavar="URL",
+            help="Share connection records and paused runs with every replica using the same store: "
+            "postgresql://... or sqlite:///path (or a plain path). Needs the key ring in MYCELIUM_SECRET_KEY "
+            "or MYCELIUM_SECRET_KEY_FILE. Without it, they stay in this process.",
+            show_default=False,
+        ),
+    ] = None,
+    drain_seconds: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=86_400,
+            help="On SIGTERM or Ctrl-C, how long requests in flight get to finish while new ones get 503 "
+            "(HTTP); those still running then are cancelled. A second signal stops at once.",
+        ),
+    ] = DEFAULT_DRAIN_SECONDS,
 ) -> None:
     """Serve APP's catalog, or every server in an mcpServers config, over MCP: Streamable HTTP at /mcp or stdio.
 
@@ -108,22 +134,24 @@ def serve(
     if token is None:
         token = secrets.token_urlsafe(32)
     try:
+        shared = SharedStore.configure(store) if store is not None else None
         with logging_to(err, log_level):
             anyio.run(
                 lambda: _serve_target(
                     target,
                     transport=transport,
                     name=name,
-                    http=HttpOptions(host, port, token, token_source, tuple(allow_host or ())),
+                    http=HttpOptions(host, port, token, token_source, tuple(allow_host or ()), drain_seconds),
                     out=out,
+                    shared=shared,
                 ),
                 # uvicorn and the default sandbox (Monty's pool) run on asyncio only.
                 backend="asyncio",
             )
-    except AppError as exc:
+    except (AppError, StoreError) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_BAD_APP) from None
-    except ServeError as exc:
+    except (ServeError, StoreUnreachable) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_FAILED) from None
     except KeyboardInterrupt:
@@ -132,15 +160,33 @@ def serve(
         raise typer.Exit(130) from None
 
 
-async def _serve_target(target: Target, *, transport: Transport, name: str, http: HttpOptions, out: Console) -> None:
+async def _serve_target(
+    target: Target, *, transport: Transport, name: str, http: HttpOptions, out: Console, shared: SharedStore | None
+) -> None:
     # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
     with redirect:
         catalog, label = await target.load()
+    replica = None
+    if shared is not None:
+        try:
+            probe = await shared.share(catalog)
+        except BaseException:
+            await _close_unentered(catalog)
+            raise
+        replica = Replica(shared.ring, probe, shared.url.shown)
+        logger.info("sharing connections and paused runs in %s", shared.url.shown)
     async with catalog:
         if transport is Transport.stdio:
             logger.info("serving %s", label)
             await serve_stdio(catalog, name=name)
         else:
-            await serve_http(catalog, target=target, label=label, name=name, http=http, out=out)
+            await serve_http(catalog, target=target, label=label, name=name, http=http, out=out, replica=replica)
     logger.info("stopped")
+
+
+async def _close_unentered(catalog: McpCatalogProvider) -> None:
+    """Close a catalog that will not be served: its sandbox and stores, which it may have opened when built."""
+    if isinstance(catalog, McpCatalog):
+        with anyio.CancelScope(shield=True):
+            await catalog.aclose()
