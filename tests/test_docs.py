@@ -47,3 +47,10 @@ def test_every_page_of_the_guide_is_linked_from_its_index() -> None:
     for page in PAGES:
         if page.parent.name == "docs" and page.name != "index.md":
             assert f"({page.name})" in index, f"docs/index.md does not link {page.name}"
+
+
+def test_the_deployment_guide_shows_the_nginx_configuration_the_deployment_tests_run() -> None:
+    guide = (ROOT / "docs" / "deployment.md").read_text()
+    tested = (ROOT / "tests" / "deployment" / "nginx.conf.template").read_text()
+    [shown] = re.findall(r"```nginx\n(.*?)```", guide, flags=re.DOTALL)
+    assert shown == tested
