@@ -12,7 +12,6 @@ would lock users out: eviction is what keeps it.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 import time
@@ -23,6 +22,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 
+from .._databases import PostgresTable, use_wal
+
 if TYPE_CHECKING:
     import asyncpg
 
@@ -30,7 +31,6 @@ __all__ = ["ConnectionStore", "MemoryConnections", "PostgresConnections", "Sqlit
 
 # Lower case, so the quoted name is the table an unquoted query names too; at most 48 characters,
 # so the names of the sequence and the index made from it stay within PostgreSQL's 63.
-_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 
 
 @runtime_checkable
@@ -119,7 +119,7 @@ class SqliteConnections:
         self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=10)
         self._lock = threading.Lock()
         with self._lock:
-            _use_wal(self._db)
+            use_wal(self._db)
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS mcp_connections ("
                 " id TEXT PRIMARY KEY, principal TEXT NOT NULL, used_at REAL NOT NULL)"
@@ -199,19 +199,7 @@ class SqliteConnections:
         return await anyio.to_thread.run_sync(run)
 
 
-def _use_wal(db: sqlite3.Connection) -> None:
-    """Put the file in WAL mode, so readers never wait for a writer."""
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.OperationalError:
-        # The switch fails at once, without the busy wait, while another connection holds the file (replicas
-        # starting at the same moment): wait for it as an exclusive transaction does, then switch.
-        db.execute("BEGIN EXCLUSIVE")
-        db.execute("COMMIT")
-        db.execute("PRAGMA journal_mode=WAL")
-
-
-class PostgresConnections:
+class PostgresConnections(PostgresTable):
     """Connections kept in a PostgreSQL table, shared by every server process that uses it.
 
     Give a ``dsn`` (``None`` reads the ``PG*`` environment variables) or a ``pool`` of your
@@ -231,19 +219,9 @@ class PostgresConnections:
         pool: asyncpg.Pool | None = None,
         table: str = "mycelium_connections",
     ) -> None:
-        if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
-            raise ValueError(f"table must be a plain lower-case identifier of at most 48 characters, not {table!r}")
-        if dsn is not None and pool is not None:
-            raise ValueError("give a dsn or a pool, not both")
-        self._dsn = dsn
-        self._pool = pool
-        self._owns_pool = pool is None
-        self._table = f'"{table}"'
+        super().__init__(dsn, pool, table)
         self._used = f'"{table}_used"'
         self._index = f'"{table}_by_use"'
-        self._ready = False
-        self._closed = False
-        self._opening = anyio.Lock()
 
     async def open(
         self, connection_id: str, principal: str, *, bound: int, keep: Collection[str] = ()
@@ -300,26 +278,6 @@ class PostgresConnections:
         pool = await self._connected()
         await pool.fetchval("SELECT 1")
 
-    async def aclose(self) -> None:
-        """Close the pool if this store made it."""
-        async with self._opening:
-            self._closed = True
-            if self._owns_pool and self._pool is not None:
-                await self._pool.close()
-            self._pool = None
-
-    async def _connected(self) -> asyncpg.Pool:
-        """The pool, made and with the table made on the first call."""
-        async with self._opening:
-            if self._closed:
-                raise RuntimeError("the connection store is closed")
-            if self._pool is None:
-                self._pool = await _create_pool(self._dsn)
-            if not self._ready:
-                await self._create_table(self._pool)
-                self._ready = True
-            return self._pool
-
     async def _create_table(self, pool: asyncpg.Pool) -> None:
         async with pool.acquire() as connection, connection.transaction():
             # Two processes creating one table at once can collide in the catalog; the lock makes them take turns.
@@ -332,12 +290,3 @@ class PostgresConnections:
                 " used bigint NOT NULL)"
             )
             await connection.execute(f"CREATE INDEX IF NOT EXISTS {self._index} ON {self._table} (used)")
-
-
-async def _create_pool(dsn: str | None) -> asyncpg.Pool:
-    try:
-        import asyncpg
-    except ImportError as error:
-        raise ImportError("PostgresConnections needs asyncpg: pip install 'mycelium-codemode[postgres]'") from error
-    pool: asyncpg.Pool = await asyncpg.create_pool(dsn, min_size=1, max_size=10)
-    return pool

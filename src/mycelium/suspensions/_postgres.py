@@ -5,12 +5,10 @@ Needs asyncpg: ``pip install 'mycelium-codemode[postgres]'``.
 
 from __future__ import annotations
 
-import re
 import time
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
+from .._databases import PostgresTable
 from ._store import COLUMNS, MAX_FOUND, StoredSuspension, SuspensionLimitReached, from_row, to_row
 
 if TYPE_CHECKING:
@@ -20,12 +18,11 @@ __all__ = ["PostgresSuspensions"]
 
 # Lower case, so the quoted name (quoted, a reserved word still works) is the table an unquoted query names;
 # at most 48 characters, so the index name made from it stays within PostgreSQL's 63.
-_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 _CLAIMED = "claimed boolean NOT NULL DEFAULT false"
 """The column added since release 0.1.0: a table made before gets it when first used."""
 
 
-class PostgresSuspensions:
+class PostgresSuspensions(PostgresTable):
     """Suspensions in a PostgreSQL table, shared by every process that uses it.
 
     Give a ``dsn`` (``None`` reads the ``PG*`` environment variables) or a ``pool`` of
@@ -42,18 +39,8 @@ class PostgresSuspensions:
         pool: asyncpg.Pool | None = None,
         table: str = "mycelium_suspensions",
     ) -> None:
-        if not _TABLE_NAME.fullmatch(table):
-            raise ValueError(f"table must be a plain lower-case identifier of at most 48 characters, not {table!r}")
-        if dsn is not None and pool is not None:
-            raise ValueError("give a dsn or a pool, not both")
-        self._dsn = dsn
-        self._pool = pool
-        self._owns_pool = pool is None
-        self._table = f'"{table}"'
+        super().__init__(dsn, pool, table)
         self._index = f'"{table}_by_call"'
-        self._ready = False
-        self._closed = False
-        self._opening = anyio.Lock()
 
     async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
         """Store ``suspension`` unless its session is full or its id is taken, in one transaction."""
@@ -149,32 +136,12 @@ class PostgresSuspensions:
         )
         return removed
 
-    async def aclose(self) -> None:
-        """Close the pool if this store made it."""
-        async with self._opening:
-            self._closed = True
-            if self._owns_pool and self._pool is not None:
-                await self._pool.close()
-            self._pool = None
-
     async def _one(self, sql: str, *arguments: Any) -> StoredSuspension | None:
         pool = await self._connected()
         row = await pool.fetchrow(sql, *arguments)
         if row is None:
             return None
         return from_row(row)
-
-    async def _connected(self) -> asyncpg.Pool:
-        """The pool, made and with the table made on the first call."""
-        async with self._opening:
-            if self._closed:
-                raise RuntimeError("the suspension store is closed")
-            if self._pool is None:
-                self._pool = await _create_pool(self._dsn)
-            if not self._ready:
-                await self._create_table(self._pool)
-                self._ready = True
-            return self._pool
 
     async def _create_table(self, pool: asyncpg.Pool) -> None:
         async with pool.acquire() as connection, connection.transaction():
@@ -204,12 +171,3 @@ class PostgresSuspensions:
             await connection.execute(
                 f"CREATE INDEX IF NOT EXISTS {self._index} ON {self._table} (session, tool_call_id)"
             )
-
-
-async def _create_pool(dsn: str | None) -> asyncpg.Pool:
-    try:
-        import asyncpg
-    except ImportError as error:
-        raise ImportError("PostgresSuspensions needs asyncpg: pip install 'mycelium-codemode[postgres]'") from error
-    pool: asyncpg.Pool = await asyncpg.create_pool(dsn, min_size=1, max_size=10)
-    return pool

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import anyio.to_thread
 
+from .._databases import use_wal
 from ._store import COLUMNS, MAX_FOUND, StoredSuspension, SuspensionLimitReached, from_row, to_row
 
 __all__ = ["SqliteSuspensions"]
@@ -178,7 +179,7 @@ class SqliteSuspensions:
         # Autocommit unless a transaction is begun explicitly; wait up to 10 s for another process's write.
         db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=self._busy_timeout_s)
         try:
-            _use_wal(db)
+            use_wal(db)
             _make_schema(db)
         except BaseException:
             db.close()
@@ -197,15 +198,3 @@ def _make_schema(db: sqlite3.Connection) -> None:
         for name, definition in _ADDED_COLUMNS.items():
             if name not in present:
                 db.execute(f"ALTER TABLE suspensions ADD COLUMN {definition}")
-
-
-def _use_wal(db: sqlite3.Connection) -> None:
-    """Put the file in WAL mode, so readers never wait for a writer."""
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.OperationalError:
-        # The switch fails at once, without the busy wait, while another connection holds the file (two
-        # processes making it at the same moment): wait for it as an exclusive transaction does, then switch.
-        db.execute("BEGIN EXCLUSIVE")
-        db.execute("COMMIT")
-        db.execute("PRAGMA journal_mode=WAL")
