@@ -73,20 +73,23 @@ class Inspector:
     script: Path
     env: dict[str, str]
 
-    async def run(self, url: str, *args: str, token: str | None = "token-alice") -> subprocess.CompletedProcess[bytes]:
-        """Run ``mcp-inspector --cli URL ARGS`` (non-interactive: only the credentials given)."""
+    async def run(
+        self, url: str, *args: str, token: str | None = "token-alice", era: str = "legacy"
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run ``mcp-inspector --cli URL ARGS`` (non-interactive: only the credentials given) in ``era``:
+        ``legacy`` (an initialize handshake, 2025-11-25) or ``modern`` (2026-07-28 requests)."""
         auth = ["--header", f"Authorization: Bearer {token}"] if token is not None else []
-        command = [self.node, str(self.script), "--cli", url, *auth, "--stored-auth-only", *args]
+        command = [self.node, str(self.script), "--cli", url, *auth, "--stored-auth-only", "--protocol-era", era, *args]
         with anyio.fail_after(RUN_WITHIN_S):
             return await anyio.run_process(command, env=self.env, check=False, stdin=subprocess.DEVNULL)
 
     async def execute(
-        self, url: str, code: str, *, token: str | None = "token-alice"
+        self, url: str, code: str, *, token: str | None = "token-alice", era: str = "legacy"
     ) -> subprocess.CompletedProcess[bytes]:
         """Call the ``execute`` tool with ``code``."""
         arguments = json.dumps({"code": code})
         return await self.run(
-            url, "--method", "tools/call", "--tool-name", "execute", "--tool-args-json", arguments, token=token
+            url, "--method", "tools/call", "--tool-name", "execute", "--tool-args-json", arguments, token=token, era=era
         )
 
 
@@ -132,6 +135,12 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Inspector:
     return Inspector(node, script.resolve(), env)
 
 
+@pytest.fixture(params=["legacy", "modern"])
+def era(request: pytest.FixtureRequest) -> str:
+    """The Inspector's protocol era: a 2025-11-25 connection, or 2026-07-28 requests."""
+    return str(request.param)
+
+
 def granted() -> Host:
     host = Host()
     host.grant(ALICE, notes="write", reports="read")
@@ -143,9 +152,9 @@ def output(done: subprocess.CompletedProcess[bytes]) -> Any:
     return json.loads(done.stdout)
 
 
-async def test_the_inspector_cli_lists_the_one_execute_tool(inspector: Inspector) -> None:
+async def test_the_inspector_cli_lists_the_one_execute_tool(inspector: Inspector, era: str) -> None:
     async with served(granted()) as s:
-        listed = output(await inspector.run(s.url, "--method", "tools/list"))
+        listed = output(await inspector.run(s.url, "--method", "tools/list", era=era))
     [tool] = listed["tools"]
     assert tool["name"] == "execute"
     assert tool["inputSchema"]["required"] == ["code"]
@@ -153,7 +162,9 @@ async def test_the_inspector_cli_lists_the_one_execute_tool(inspector: Inspector
     assert tool["annotations"]["readOnlyHint"] is False
 
 
-async def test_the_inspector_cli_calls_execute_with_a_program_of_several_operations(inspector: Inspector) -> None:
+async def test_the_inspector_cli_calls_execute_with_a_program_of_several_operations(
+    inspector: Inspector, era: str
+) -> None:
     host = granted()
     code = (
         "import asyncio\n"
@@ -162,26 +173,28 @@ async def test_the_inspector_cli_calls_execute_with_a_program_of_several_operati
         "return {'made': made['id'], 'found': [f['text'] for f in found], 'count': n}"
     )
     async with served(host) as s:
-        done = await inspector.execute(s.url, code)
+        done = await inspector.execute(s.url, code, era=era)
     result = output(done)
     assert result["isError"] is False
     assert json.loads(result["content"][0]["text"]) == {"made": 3, "found": ["from the inspector"], "count": 3}
     assert host.writes == [("create", 3)]
 
 
-async def test_a_failed_execute_exits_with_the_tool_error_code_and_the_safe_message(inspector: Inspector) -> None:
+async def test_a_failed_execute_exits_with_the_tool_error_code_and_the_safe_message(
+    inspector: Inspector, era: str
+) -> None:
     async with served(granted()) as s:
-        done = await inspector.execute(s.url, "1 / 0")
+        done = await inspector.execute(s.url, "1 / 0", era=era)
     assert done.returncode == TOOL_ERROR_EXIT, done.stderr.decode()
     result = json.loads(done.stdout)
     assert result["isError"] is True
     assert "ZeroDivisionError" in result["content"][0]["text"]
 
 
-async def test_a_confirmation_the_inspector_cannot_answer_is_refused_not_hung(inspector: Inspector) -> None:
+async def test_a_confirmation_the_inspector_cannot_answer_is_refused_not_hung(inspector: Inspector, era: str) -> None:
     host = granted()
     async with served(host) as s:
-        done = await inspector.execute(s.url, "return await notes.delete(id=1)")
+        done = await inspector.execute(s.url, "return await notes.delete(id=1)", era=era)
     refusal = json.loads(output(done)["content"][0]["text"])
     assert refusal["refused"] is True
     assert refusal["reason"] in ("confirmation-unavailable", "confirmation-declined")
