@@ -36,7 +36,6 @@ import statistics
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from typing import Any
 import httpx2
 from pydantic import BaseModel
 from stats import percentile
+from suspend import postgres
 
 TOKEN = "bench-token-0123456789abcdef"
 RING = "bench-key-" + "0123456789abcdef" * 3
@@ -299,19 +299,6 @@ async def table_bytes(uri: str) -> int:
         return int(await connection.fetchval(f"SELECT pg_total_relation_size('{TABLE}')") or 0)
     finally:
         await connection.close()
-
-
-@asynccontextmanager
-async def postgres(folder: Path) -> AsyncIterator[str]:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
-        import pgserver
-
-    server = await asyncio.to_thread(pgserver.get_server, folder, cleanup_mode="stop")
-    try:
-        yield server.get_uri()
-    finally:
-        await asyncio.to_thread(server.cleanup)
 
 
 @dataclass
