@@ -5,26 +5,40 @@ module, the operation and its access label, never the arguments or a credential.
 the catalog keeps suspensions the run pauses first, so nothing waits in a sandbox slot
 while the person decides: over 2026-07-28 the client is handed the question with the
 call's result, over a connection the server asks by elicitation. Without suspensions the
-run waits in place (connections only). A decline, a cancel, a client that cannot be
+run waits in place (connections only). Over 2026-07-28 the question and a reference to the
+paused run travel in an input-required result (:func:`input_required`), and come back with the
+retry (:func:`pending_approval`). A decline, a cancel, a client that cannot be
 asked, or one that leaves refuses the call; an approval is followed by a fresh read of
 authority.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
 from .._access import Access, ConfirmAnswer, ConfirmRequest, Grant
 from ..suspensions import Suspension
 from ._catalog import McpAuthority
 
-__all__ = ["APPROVAL", "APPROVAL_SCHEMA", "RequestAccess", "approval_question", "approved"]
+__all__ = [
+    "APPROVAL",
+    "APPROVAL_SCHEMA",
+    "PendingApproval",
+    "RequestAccess",
+    "approval_question",
+    "approved",
+    "input_required",
+    "pending_approval",
+]
 
 logger = logging.getLogger("mycelium.mcp")
 
@@ -162,3 +176,37 @@ class RequestAccess:
             logger.info("the client left while asked to confirm a call; declined")
             return False
         return approved(answer) is True
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """What a requestState carries: the paused run's id in the store, and the question to ask again.
+
+    Only the SDK's boundary ever sees it sealed; it opened and checked the client's copy
+    (key, principal, tool call, deadline) before this module reads it.
+    """
+
+    suspension_id: str
+    question: str
+
+    def state(self) -> str:
+        return json.dumps({"suspension": self.suspension_id, "question": self.question})
+
+
+def pending_approval(state: str | None) -> PendingApproval | None:
+    """The paused run a retry's (already opened) requestState names; ``None`` on a first call."""
+    if state is None:
+        return None
+    try:
+        fields = json.loads(state)
+        return PendingApproval(str(fields["suspension"]), str(fields["question"]))
+    except (ValueError, TypeError, KeyError):
+        # Minted by this server under the ring yet unreadable: another release's state.
+        raise MCPError(code=types.INVALID_PARAMS, message="Invalid or expired requestState") from None
+
+
+def input_required(paused: PendingApproval) -> types.InputRequiredResult:
+    form = types.ElicitRequestFormParams(message=paused.question, requested_schema=APPROVAL_SCHEMA)
+    return types.InputRequiredResult(
+        input_requests={APPROVAL: types.ElicitRequest(params=form)}, request_state=paused.state()
+    )

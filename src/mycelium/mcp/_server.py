@@ -61,7 +61,15 @@ from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
 from .._options import check_int
 from .._text import new_reference, printed
 from ._catalog import McpCatalogProvider, McpExecutionContext
-from ._elicitation import APPROVAL, APPROVAL_SCHEMA, RequestAccess, approval_question, approved
+from ._elicitation import (
+    APPROVAL,
+    PendingApproval,
+    RequestAccess,
+    approval_question,
+    approved,
+    input_required,
+    pending_approval,
+)
 from ._http import Answered, message_id, releasing, request_id, send_error, stays_connected, watch
 from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
@@ -591,7 +599,7 @@ class McpServer:
             def context() -> McpExecutionContext:
                 return McpExecutionContext(principal, session_id, access.authority, access.access, call.id)
 
-            paused = _paused(params.request_state) if modern else None
+            paused = pending_approval(params.request_state) if modern else None
             if paused is None:
                 result = await self._catalog.execute(call, context())
             else:
@@ -605,7 +613,7 @@ class McpServer:
             while result.suspension is not None:
                 question = approval_question(result.suspension)
                 if modern:
-                    return _input_required(_PendingApproval(result.suspension.id, question))
+                    return input_required(PendingApproval(result.suspension.id, question))
                 # Over a connection the server asks while the paused run holds nothing.
                 answer = await access.ask(question)
                 if answer:
@@ -627,40 +635,6 @@ class McpServer:
         _STDIO_PRINCIPAL.set(principal)
         async with stdio_server() as (read, write):
             await self._server.run(read, write, self._server.create_initialization_options())
-
-
-@dataclass(frozen=True)
-class _PendingApproval:
-    """What a requestState carries: the paused run's id in the store, and the question to ask again.
-
-    Only the SDK's boundary ever sees it sealed; it opened and checked the client's copy
-    (key, principal, tool call, deadline) before this module reads it.
-    """
-
-    suspension_id: str
-    question: str
-
-    def state(self) -> str:
-        return json.dumps({"suspension": self.suspension_id, "question": self.question})
-
-
-def _paused(state: str | None) -> _PendingApproval | None:
-    """The paused run a retry's (already opened) requestState names; ``None`` on a first call."""
-    if state is None:
-        return None
-    try:
-        fields = json.loads(state)
-        return _PendingApproval(str(fields["suspension"]), str(fields["question"]))
-    except (ValueError, TypeError, KeyError):
-        # Minted by this server under the ring yet unreadable: another release's state.
-        raise MCPError(code=types.INVALID_PARAMS, message="Invalid or expired requestState") from None
-
-
-def _input_required(paused: _PendingApproval) -> types.InputRequiredResult:
-    form = types.ElicitRequestFormParams(message=paused.question, requested_schema=APPROVAL_SCHEMA)
-    return types.InputRequiredResult(
-        input_requests={APPROVAL: types.ElicitRequest(params=form)}, request_state=paused.state()
-    )
 
 
 def _tool_result(result: ToolResult) -> types.CallToolResult:
