@@ -46,6 +46,7 @@ __all__ = [
     "Decision",
     "DecisionDeferred",
     "Grant",
+    "HandedOff",
     "RefusalReason",
     "RefusedCall",
     "defer",
@@ -117,6 +118,18 @@ class DecisionDeferred(Exception):
     def __init__(self, request: ConfirmRequest) -> None:
         self.request = request
         super().__init__(f"{request.path} awaits a person's decision")
+
+
+class HandedOff(DecisionDeferred):
+    """Raised at a call of a run its host asked to pause (a draining server hands its runs off).
+
+    The run is suspended there as for a deferred decision, but nobody decides: when it
+    resumes, wherever that is, the call goes through the gate afresh, as if just placed.
+    """
+
+    def __init__(self, request: ConfirmRequest) -> None:
+        self.request = request
+        Exception.__init__(self, f"{request.path} was not started: the run was handed off")
 
 
 def defer(request: ConfirmRequest) -> Literal["defer"]:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from . import _tracing
-from ._access import AccessRefusal, Decision, DecisionDeferred
+from ._access import AccessRefusal, Decision, DecisionDeferred, HandedOff
 from ._context import InvocationContext
 from ._exceptions import InvalidInput, OperationFailed, ToolError
-from ._gate import AccessGate
+from ._gate import AccessGate, confirm_request
 from ._graph import InstalledModule, InstalledOperation, OperationGraph
 from ._hooks import notify
 from ._schemas import SchemaViolation
@@ -205,6 +205,8 @@ class Execution:
     A fresh ``Execution`` (fresh ``execution_id``, counter at zero) is made for every
     attempt, so replaying a program gives the same ordinals. A suspended run resumes in
     an ``Execution`` with the same ``execution_id`` whose counter continues where it stopped.
+    Once ``pause`` is aborted, a run that can pause pauses at its next new call (raising
+    :class:`~mycelium._access.HandedOff` from that call's binding); calls already placed go on.
     """
 
     def __init__(
@@ -221,6 +223,7 @@ class Execution:
         max_inflight_input_bytes: int | None = None,
         suspendable: bool = False,
         first_ordinal: int = 0,
+        pause: AbortSignal | None = None,
     ) -> None:
         self.graph = graph
         # Host helpers (discovery) sit beside the operations but take no ordinals and no gate.
@@ -232,6 +235,8 @@ class Execution:
         self._invoker = invoker
         # A run that can pause lets the gate defer a confirmation; a resumed one continues its ordinals.
         self._suspendable = suspendable
+        # Once the host asks (a draining server), each new call of a run that can pause pauses it instead.
+        self._pause = pause if suspendable else None
         self._next_ordinal = first_ordinal
         self._max_input = max_input_bytes
         self._max_inflight = max_inflight_input_bytes
@@ -273,7 +278,8 @@ class Execution:
         size = json_size(raw) if self._max_inflight is not None else 0
         with self._inflight_lock:
             self._inflight += size
-        return self._guest_form(target, raw, ordinal, size, decision)
+        # Never handed off again here: a resume asked to pause still goes on as far as its next new call.
+        return self._guest_form(target, raw, ordinal, size, decision, may_hand_off=False)
 
     def _admit_input(self, target: InstalledOperation, raw: JsonValue) -> int:
         if self._max_input is None and self._max_inflight is None:
@@ -300,7 +306,14 @@ class Execution:
         )
 
     async def _guest_form(
-        self, target: InstalledOperation, raw: JsonValue, ordinal: int, size: int, decided: Decision | None = None
+        self,
+        target: InstalledOperation,
+        raw: JsonValue,
+        ordinal: int,
+        size: int,
+        decided: Decision | None = None,
+        *,
+        may_hand_off: bool = True,
     ) -> JsonValue:
         """What a guest receives: a refusal is an ordinary value, in its JSON form.
 
@@ -317,6 +330,8 @@ class Execution:
             signal=self.signal,
         )
         try:
+            if may_hand_off and self._pause is not None and self._pause.aborted:
+                raise HandedOff(confirm_request(target, context, raw))
             outcome = await self._invoker.invoke(
                 target, raw, context, may_defer=self._suspendable and decided is None, decided=decided
             )

@@ -27,7 +27,7 @@ from ._graph import InstalledOperation
 from ._hooks import notify
 from ._operations import AccessLabel
 
-__all__ = ["AccessGate"]
+__all__ = ["AccessGate", "confirm_request"]
 
 _MESSAGES: dict[RefusalReason, str] = {
     "not-granted": "{path} is not available in this session. Do not retry it; tell the user it needs access.",
@@ -115,18 +115,7 @@ class AccessGate:
     ) -> RefusalReason | None:
         if self._access.confirm is None:
             return "confirmation-unavailable"
-        request = ConfirmRequest(
-            module_id=target.module.id,
-            module_name=target.module.alias,
-            operation=target.relative,
-            path=target.path,
-            access=target.operation.access,
-            session_id=context.session_id,
-            execution_id=context.execution_id,
-            tool_call_id=context.tool_call_id,
-            operation_ordinal=context.operation_ordinal,
-            arguments=raw,
-        )
+        request = confirm_request(target, context, raw)
         approved = self._access.confirm(request)
         if inspect.isawaitable(approved):
             approved = await approved
@@ -135,6 +124,22 @@ class AccessGate:
         if approved is None or approved == "defer":
             return "confirmation-unavailable"
         return None if approved is True else "confirmation-declined"
+
+
+def confirm_request(target: InstalledOperation, context: InvocationContext, raw: object) -> ConfirmRequest:
+    """The call as a person would be asked about it (or as a paused run keeps it)."""
+    return ConfirmRequest(
+        module_id=target.module.id,
+        module_name=target.module.alias,
+        operation=target.relative,
+        path=target.path,
+        access=target.operation.access,
+        session_id=context.session_id,
+        execution_id=context.execution_id,
+        tool_call_id=context.tool_call_id,
+        operation_ordinal=context.operation_ordinal,
+        arguments=raw,
+    )
 
 
 def _message(reason: RefusalReason, target: InstalledOperation) -> str:

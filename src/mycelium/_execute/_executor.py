@@ -69,9 +69,10 @@ class Executor:
         caller_signal: AbortSignal | None,
         approved: bool | None,
         suspension_id: str | None,
+        pause: AbortSignal | None = None,
     ) -> ToolResult:
         """Run ``code``, or resume the run this tool call paused before (see ``PreparedExecute.execute``)."""
-        attempt = Attempt(f"exec-{uuid.uuid4().hex}", tool_call_id, code)
+        attempt = Attempt(f"exec-{uuid.uuid4().hex}", tool_call_id, code, pause=pause)
         desk = self._desk
         if desk is not None and tool_call_id is not None:
             # A framework that replays a tool call after approval resumes the paused run.
@@ -83,14 +84,20 @@ class Executor:
             if replay is not None:
                 if replay.waiting is not None:  # still waiting: the same answer, nothing runs
                     return ToolResult(text=replay.waiting.model_text(), is_error=False, suspension=replay.waiting)
-                return await self.resume(replay.suspension_id, replay.approved, caller_signal)
+                return await self.resume(replay.suspension_id, replay.approved, caller_signal, pause)
         if approved is not None:
             # A decision is for a paused run. With none to resume (it finished, expired and was
             # purged, or never paused), starting the program again would repeat what it did.
             return await self.fail(attempt, SuspensionFailed(suspension_id="", reason="not-found"), None)
         return await self._run(attempt, None, caller_signal)
 
-    async def resume(self, suspension_id: str, approved: bool | None, signal: AbortSignal | None) -> ToolResult:
+    async def resume(
+        self,
+        suspension_id: str,
+        approved: bool | None,
+        signal: AbortSignal | None,
+        pause: AbortSignal | None = None,
+    ) -> ToolResult:
         """Continue the run paused as ``suspension_id`` (see ``ExecuteTool.resume`` for what is guaranteed)."""
         desk = self._desk
         if desk is None:
@@ -105,11 +112,12 @@ class Executor:
                 unstarted, SuspensionFailed(suspension_id=suspension_id, reason=refused.reason), None
             )
         record = resumable.record
-        first, *others = record.calls
-        decisions: dict[int, Decision | None] = {first.call: "approved" if resumable.approved else "declined"}
-        decisions.update((call.call, None) for call in others)
+        # A handed-off run's calls were never decided: each goes through the gate afresh.
+        decisions: dict[int, Decision | None] = {call.call: None for call in record.calls}
+        if resumable.approved is not None:
+            decisions[record.calls[0].call] = "approved" if resumable.approved else "declined"
         claim = functools.partial(desk.claim, resumable)
-        return await self._run(*self._rest(record, decisions, record.logs, claim), signal)
+        return await self._run(*self._rest(record, decisions, record.logs, claim, pause=pause), signal)
 
     async def fail(self, attempt: Attempt, failure: Failure, cause: BaseException | None) -> ToolResult:
         """The failed result for ``failure``, its evidence logged and handed to ``on_sandbox_failure``."""
@@ -152,6 +160,7 @@ class Executor:
         logs: tuple[str, ...],
         claim: Callable[[AbortSignal], Awaitable[None]] | None,
         spent_ms: int | None = None,
+        pause: AbortSignal | None = None,
     ) -> tuple[Attempt, Resumption]:
         """The rest of a paused run: its deferred calls end as ``decisions`` say.
 
@@ -172,6 +181,7 @@ class Executor:
             spent_ms=record.spent_ms if spent_ms is None else spent_ms,
             first_ordinal=record.next_ordinal,
             resumed=True,
+            pause=pause,
         )
         return attempt, Resumption(record.id, record.state, calls, claim)
 
@@ -195,7 +205,11 @@ class Executor:
                 outcome = await self._run_part(attempt, resumption, caller_signal)
                 if isinstance(outcome, ToolResult):
                     break
-                unavailable: dict[int, Decision | None] = {call.call: "unavailable" for call in outcome.calls}
+                # Nobody can be asked: the calls that wait for a person are refused. A handoff that
+                # could not be kept is not tried again: its calls go on here, through the gate.
+                unavailable: dict[int, Decision | None] = {
+                    call.call: None if call.handed_off else "unavailable" for call in outcome.calls
+                }
                 # The time spent trying to store the pause is the run's too.
                 attempt, resumption = self._rest(outcome, unavailable, tuple(attempt.logs), None, attempt.elapsed_ms())
             failure = outcome.failure
@@ -283,10 +297,11 @@ class Executor:
             return record  # nobody can be asked to wait for this one: its calls are refused, the program goes on
         suspension = record.suspension()
         logger.info(
-            "execute %s (tool call %s) paused at %s for a decision: suspension %s",
+            "execute %s (tool call %s) paused at %s %s: suspension %s",
             record.execution_id,
             record.tool_call_id,
             suspension.path,
+            "as its host handed it off" if record.handed_off else "for a decision",
             suspension.id,
         )
         return ToolResult(text=suspension.model_text(), is_error=False, logs=tuple(attempt.logs), suspension=suspension)

@@ -52,6 +52,8 @@ class Attempt:
     """Whether this is the rest of a paused run."""
     execution: Execution | None = None
     """Set once the program is dispatched."""
+    pause: AbortSignal | None = None
+    """The host's request that the run pause at its next operation call (see ``PreparedExecute.execute``)."""
 
     def elapsed_ms(self) -> int:
         """The run time used so far, earlier parts included."""
@@ -200,6 +202,7 @@ class Supervisor:
             max_inflight_input_bytes=self._options.max_inflight_input_bytes,
             suspendable=self._suspendable,
             first_ordinal=attempt.first_ordinal,
+            pause=attempt.pause,
         )
         request = SandboxRequest(
             execution_id=attempt.execution_id,

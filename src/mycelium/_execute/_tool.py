@@ -54,7 +54,12 @@ class PreparedExecute(HandedOut):
         return cls._made(_executor=executor, _hold=hold, tool_call_id=tool_call_id, code=code, failure=failure)
 
     async def execute(
-        self, signal: AbortSignal | None = None, *, approved: bool | None = None, suspension_id: str | None = None
+        self,
+        signal: AbortSignal | None = None,
+        *,
+        approved: bool | None = None,
+        suspension_id: str | None = None,
+        pause: AbortSignal | None = None,
     ) -> ToolResult:
         """Run the program, or return the argument failure without running anything.
 
@@ -70,11 +75,19 @@ class PreparedExecute(HandedOut):
         Without it, a decision applies only to the call's first pause; once the run has
         resumed and paused again, the new pause is asked again rather than decided by an
         answer given for the first (an approval delivered twice never approves more).
+
+        ``pause`` hands the run off: once it is aborted, a run that can pause (one stepped
+        because it may meet a deferred decision) pauses at its next new operation call, the
+        calls already placed settling first, and the result is its suspension with
+        ``handed_off`` set. Resuming it, in this process or any other sharing the store, needs
+        no decision; the call it paused at goes through the gate afresh. A server that stops
+        hands its runs off so that another replica finishes them. A run fed whole cannot pause:
+        it goes on.
         """
         if self.code is None:
             return await self._executor.refuse(self.tool_call_id, self.failure or InvalidArguments("no code"))
         with self._hold():
-            return await self._executor.execute(self.code, self.tool_call_id, signal, approved, suspension_id)
+            return await self._executor.execute(self.code, self.tool_call_id, signal, approved, suspension_id, pause)
 
 
 class ExecuteTool(HandedOut):
@@ -116,7 +129,12 @@ class ExecuteTool(HandedOut):
         return await self.prepare(call).execute(signal)
 
     async def resume(
-        self, suspension_id: str, *, approved: bool | None = None, signal: AbortSignal | None = None
+        self,
+        suspension_id: str,
+        *,
+        approved: bool | None = None,
+        signal: AbortSignal | None = None,
+        pause: AbortSignal | None = None,
     ) -> ToolResult:
         """Continue the run paused as ``suspension_id`` with a person's decision on its pending call.
 
@@ -129,10 +147,11 @@ class ExecuteTool(HandedOut):
         leaves it there to try again; a claimed one leaves a tombstone until it would have
         expired, and resuming it again is refused as ``already-resumed``. When it cannot
         resume, the result is a ``suspension-failed`` failure saying why, and nothing more
-        of the run ran.
+        of the run ran. A handed-off run (``Suspension.handed_off``) needs no decision and
+        ignores one given. ``pause`` hands the resumed run off again (see ``PreparedExecute.execute``).
         """
         with self._hold():
-            return await self._executor.resume(suspension_id, approved, signal)
+            return await self._executor.resume(suspension_id, approved, signal, pause)
 
     def _parse(self, call: ToolCall) -> str:
         if call.name != "execute":

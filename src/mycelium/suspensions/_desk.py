@@ -43,7 +43,8 @@ class Resumable:
 
     stored: StoredSuspension
     record: SuspensionRecord
-    approved: bool
+    approved: bool | None
+    """``None`` for a handed-off run, which nobody decides."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,8 @@ class SuspensionDesk:
         meant_for_another = stored.id != suspension_id if suspension_id is not None else record.resumed
         if meant_for_another:
             approved = None
+        if record.handed_off:
+            return Replay(stored.id)  # nobody decides it: it goes on
         if approved is None and stored.decision is None:
             return Replay(stored.id, waiting=record.suspension())
         return Replay(stored.id, approved)
@@ -157,7 +160,9 @@ class SuspensionDesk:
         recorded = suspensions.open_decision(suspension_id, stored.decision)
         if recorded is None and stored.decision is not None:
             raise ResumeRefused("tampered")
-        if approved is None:
+        if record.handed_off:
+            approved = None  # nobody decides a handed-off run: a decision given for it decides nothing
+        elif approved is None:
             if recorded is None:
                 raise ResumeRefused("undecided")
             approved = recorded

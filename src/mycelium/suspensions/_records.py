@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .._access import DecisionDeferred
+from .._access import DecisionDeferred, HandedOff
 from .._graph import OperationGraph
 from .._operations import AccessLabel
 from .._values import JsonValue
@@ -46,6 +46,9 @@ class Suspension:
     session_id: str | None
     expires_at: datetime
     """After this the run can no longer resume (UTC)."""
+    handed_off: bool = False
+    """The run was paused because its host handed it off (a server stopping), not for a person:
+    nobody decides it; resuming it with no decision goes on, this call going through the gate afresh."""
 
     def to_json(self) -> dict[str, JsonValue]:
         """The pending call as JSON, for an approval screen or a framework's approval request.
@@ -65,6 +68,12 @@ class Suspension:
 
     def model_text(self) -> str:
         """What the model reads: the run is paused, not failed, and must not be started again."""
+        if self.handed_off:
+            return (
+                f"Paused: the server handed this run off before {self.path} (suspension {self.id}). "
+                "Everything the program did before that call has happened; the rest continues when the "
+                "run is resumed. Do not run this again."
+            )
         return (
             f"Paused for approval: {self.path} needs a person to approve it before it runs "
             f"(suspension {self.id}). Everything the program did before that call has happened; the rest "
@@ -85,6 +94,9 @@ class PausedCall:
     access: AccessLabel
     arguments: JsonValue
     ordinal: int
+    handed_off: bool = False
+    """Whether the call was paused because the host handed the run off, not for a decision: on
+    resume it goes through the gate afresh."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,12 @@ class SuspensionRecord:
         64 KiB, kept for a day), its state, calls or output."""
         return dataclasses.replace(self, code=_digest(self.code), calls=(), logs=(), state=b"", claimed=True)
 
+    @property
+    def handed_off(self) -> bool:
+        """Whether the run was handed off (see :class:`~mycelium._access.HandedOff`): nobody decides
+        it, and it resumes with no decision."""
+        return bool(self.calls) and self.calls[0].handed_off
+
     def runs(self, code: str) -> bool:
         """Whether this record (or its tombstone) is of a run of ``code``."""
         return self.code == (_digest(code) if self.claimed else code)
@@ -141,6 +159,7 @@ class SuspensionRecord:
             execution_id=self.execution_id,
             session_id=self.session_id,
             expires_at=datetime.fromtimestamp(self.expires_at, UTC),
+            handed_off=first.handed_off,
         )
 
 
@@ -158,6 +177,7 @@ def paused_calls(deferred: Mapping[int, DecisionDeferred]) -> tuple[PausedCall, 
                 access=request.access,
                 arguments=request.arguments,  # type: ignore[arg-type]  # a guest's call input is JSON
                 ordinal=request.operation_ordinal or 0,
+                handed_off=isinstance(deferral, HandedOff),
             )
         )
     return tuple(calls)

@@ -173,8 +173,9 @@ class Suspensions:
 
     async def decide(self, suspension_id: str, approved: bool, session_id: str | None) -> bool:
         """Record a person's decision on an undecided, unexpired, unclaimed suspension of ``session_id``;
-        whether it was."""
-        if await self._pending_record(suspension_id, session_id) is None:
+        whether it was. A handed-off run waits for nobody's decision: none is recorded for it."""
+        record = await self._pending_record(suspension_id, session_id)
+        if record is None or record.handed_off:
             return False
         sealed = self.seal_decision(suspension_id, approved)
         return await self.stored(lambda: self.store.decide(suspension_id, sealed, now=_records.now()))

@@ -23,7 +23,7 @@ from pydantic_monty import (
     MountDir,
 )
 
-from ..._access import DecisionDeferred
+from ..._access import DecisionDeferred, HandedOff
 from ...failures import BadResponse, SandboxError
 from .._contract import PendingCalls, Suspended, Unrestorable
 from ._calls import _Call, _GuestRun
@@ -34,6 +34,12 @@ from ._output import _PrintBuffer
 from ._paused import _Paused
 
 _FIRST = asyncio.FIRST_COMPLETED
+_UNAWAITED = {
+    False: "needed a person's decision, but the program ended without awaiting it, and a run that has "
+    "ended cannot wait for one",
+    True: "placed while the server, stopping, handed the run off, but the program ended without awaiting it",
+}
+"""Why a deferred call a finished program never awaited did not run, by whether it was handed off."""
 
 
 class _Restore(NamedTuple):
@@ -197,12 +203,14 @@ class _Stepper:
     def note_undecided(self, printed: _PrintBuffer) -> None:
         """Say which deferred calls a finished program never awaited: they did not run."""
         self._collect()
-        if self._deferred:
-            paths = ", ".join(sorted({self._paths[call_id] for call_id in self._deferred}))
-            printed.note(
-                f"{paths}: needed a person's decision, but the program ended without awaiting it, "
-                "and a run that has ended cannot wait for one: it did not run"
-            )
+        for handed_off, why in _UNAWAITED.items():
+            paths = {
+                self._paths[call]
+                for call, deferral in self._deferred.items()
+                if isinstance(deferral, HandedOff) is handed_off
+            }
+            if paths:
+                printed.note(f"{', '.join(sorted(paths))}: {why}: it did not run")
 
     async def _pause(self, snap: AsyncFunctionSnapshot | AsyncFutureSnapshot) -> Suspended:
         """Let every call still running settle, then capture the run."""
