@@ -63,15 +63,18 @@ async def test_a_handed_off_run_pauses_at_its_next_call_and_another_runtime_fini
     stopping, taking_over = two_hosts(crm, tmp_path / "suspensions.sqlite", pause)
     async with stopping, taking_over:
         paused = await run(stopping, HANDED_OFF_BETWEEN_WRITES, pause)
-        assert paused.suspension is not None and paused.suspension.handed_off
-        assert paused.suspension.path == "crm.create" and not paused.is_error
+        assert paused.suspension is not None
+        assert paused.suspension.handed_off
+        assert paused.suspension.path == "crm.create"
+        assert not paused.is_error
         assert crm.titles() == ["one"]  # the second write waits for the resume
         finished = await resume(taking_over, paused.suspension.id)
         again = await resume(taking_over, paused.suspension.id)
     assert finished.value == [{"id": 1}, {"id": 2}], finished.text
     assert [op for op, *_ in crm.journal()] == ["create", "create"]
     assert [ordinal for _, _, ordinal, _ in crm.journal()] == [0, 2]  # drain.now() took ordinal 1
-    assert isinstance(again.failure, SuspensionFailed) and again.failure.reason == "already-resumed"
+    assert isinstance(again.failure, SuspensionFailed)
+    assert again.failure.reason == "already-resumed"
 
 
 async def test_calls_in_flight_when_the_run_is_handed_off_settle_and_keep_their_results(tmp_path: Path) -> None:
@@ -85,7 +88,8 @@ return [made, said, later]
 """
     async with stopping, taking_over:
         paused = await run(stopping, code, pause)
-        assert paused.suspension is not None and paused.suspension.handed_off
+        assert paused.suspension is not None
+        assert paused.suspension.handed_off
         finished = await resume(taking_over, paused.suspension.id)
     assert finished.value == [{"id": 1}, "draining", {"id": 2}], finished.text
     assert crm.ran("create") == 2
@@ -103,12 +107,15 @@ return await crm.delete(id=a["id"])
 """
     async with stopping, taking_over:
         paused = await run(stopping, code, pause)
-        assert paused.suspension is not None and paused.suspension.handed_off
+        assert paused.suspension is not None
+        assert paused.suspension.handed_off
         # Nobody decides a hand-off: a decision given for it neither approves nor is recorded.
         assert not await taking_over.decide(paused.suspension.id, approved=True)
         asked = await resume(taking_over, paused.suspension.id, approved=True)
-        assert asked.suspension is not None and not asked.suspension.handed_off  # now it waits for a person
-        assert asked.suspension.path == "crm.delete" and crm.ran("delete") == 0
+        assert asked.suspension is not None
+        assert not asked.suspension.handed_off
+        assert asked.suspension.path == "crm.delete"
+        assert crm.ran("delete") == 0
         finished = await resume(taking_over, asked.suspension.id, approved=True)
     assert finished.value == {"deleted": 1}, finished.text
     assert crm.ran("delete") == 1
@@ -130,7 +137,8 @@ return [a, b, c]
         assert first.suspension is not None
         async with taking_over.lease() as lease:
             second = await lease.execute_tool.resume(first.suspension.id, pause=pause.signal)
-        assert second.suspension is not None and second.suspension.handed_off
+        assert second.suspension is not None
+        assert second.suspension.handed_off
         assert crm.titles() == ["one", "two"]
         finished = await resume(stopping, second.suspension.id)
     assert finished.value == [{"id": 1}, {"id": 2}, {"id": 3}], finished.text
@@ -171,7 +179,8 @@ async def test_a_run_fed_whole_is_never_handed_off(tmp_path: Path) -> None:
     )
     async with runtime:
         result = await run(runtime, HANDED_OFF_BETWEEN_WRITES, pause)
-    assert result.suspension is None and result.value == [{"id": 1}, {"id": 2}], result.text
+    assert result.suspension is None
+    assert result.value == [{"id": 1}, {"id": 2}], result.text
 
 
 async def test_a_call_placed_after_the_hand_off_that_the_program_never_awaits_is_said_not_to_have_run(
