@@ -116,6 +116,10 @@ async def test_without_a_store_the_replica_is_healthy_until_it_drains() -> None:
         ("POST", [{"jsonrpc": "2.0", "id": 0, "result": {}}, {"jsonrpc": "2.0", "method": "n"}], True),
         ("DELETE", None, True),  # ends a connection
         ("POST", {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {}}, False),
+        # The retry of a paused run: the server answers it (takes it over or hands it back), not the front.
+        ("POST", {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"requestState": "s"}}, True),
+        ("POST", {"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {"requestState": "s"}}, False),
+        ("POST", {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": ["requestState"]}, False),
         ("POST", [{"jsonrpc": "2.0", "id": 0, "result": {}}, {"jsonrpc": "2.0", "id": 4, "method": "ping"}], False),
         ("POST", [], False),
         ("POST", "not json {", False),

@@ -41,7 +41,7 @@ import asyncpg
 import httpx2
 import pytest
 
-from tests.support.apps.replicated_notes import DB_ENV, REPLICA_ENV, writes_of
+from tests.support.apps.replicated_notes import DB_ENV, GATES_ENV, REPLICA_ENV, writes_of
 from tests.support.paths import APPS, ROOT
 
 NGINX_TEMPLATE = Path(__file__).with_name("nginx.conf.template")
@@ -51,14 +51,17 @@ TOKEN_ENV = "MYCELIUM_TOKEN"
 SECRET_ENV = "MYCELIUM_SECRET_KEY"
 STORE_ENV = "MYCELIUM_STORE"
 REPLICAS = 3
-DRAIN_SECONDS = 2
-"""How long a stopped replica lets running requests finish (``--drain-seconds``)."""
+DRAIN_SECONDS = 10
+"""How long a stopped replica lets running requests finish (``--drain-seconds``): it hands off what
+still runs after half of it, leaving 5 s, plenty on 2 busy cores, for the runs to pause."""
 START_WITHIN_S = 60.0
 """From spawning a replica (or nginx) to its ``/healthz`` answering 200, on 2 busy cores."""
 STOP_WITHIN_S = 30.0
 POLL_EVERY_S = 0.05
 _BANNER_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/mcp")
-_OWN_ENV = (TOKEN_ENV, SECRET_ENV, STORE_ENV, "MYCELIUM_SECRET_KEY_FILE", DB_ENV, REPLICA_ENV, "FORCE_COLOR")
+_OWN_ENV = (
+    TOKEN_ENV, SECRET_ENV, STORE_ENV, "MYCELIUM_SECRET_KEY_FILE", DB_ENV, GATES_ENV, REPLICA_ENV, "FORCE_COLOR"
+)  # fmt: skip
 
 
 def find_nginx() -> str:
@@ -278,6 +281,7 @@ class Deployment:
                 SECRET_ENV: secret,
                 STORE_ENV: self.store,
                 DB_ENV: str(self.notes_db),
+                GATES_ENV: str(self.gates),
                 REPLICA_ENV: name,
                 "PYTHONUNBUFFERED": "1",
                 "NO_COLOR": "1",
@@ -340,6 +344,17 @@ class Deployment:
         [replica] = [replica for replica in self.replicas if replica.address == tried[-1]]
         return replica
 
+    @property
+    def gates(self) -> Path:
+        """The folder of the FIFOs ``notes.hold(gate)`` waits on."""
+        return self.folder / "gates"
+
+    def gate(self, name: str) -> Path:
+        """A new gate: ``notes.hold(gate=name)`` waits until the test writes to the returned FIFO."""
+        fifo = self.gates / name
+        os.mkfifo(fifo)
+        return fifo
+
     def writes(self, text: str, op: str | None = None) -> list[tuple[str, str]]:
         """(op, replica name) of every write of ``text`` that happened, on any replica."""
         return writes_of(self.notes_db, text, op)
@@ -369,6 +384,7 @@ def deployed(server_uri: str, folder: Path, nginx_executable: str, replicas: int
         notes_db=folder / "notes.sqlite",
         nginx_executable=nginx_executable,
     )
+    deployment.gates.mkdir()
     with ExitStack() as stack:
         stack.callback(deployment.close)
         # Spawned together, then awaited: the replicas start in parallel.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import signal
 import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mycelium.sandbox._boundary import _RESUME_REFUSALS as RESUME_REFUSALS
 from tests.mcp import raw_http as raw
 
-from .conftest import TOKEN, Deployment, Replica
+from .conftest import TOKEN, Deployment, Replica, wait_until
 
 # The module starts up to four deployments of three replicas and nginx, on 2 shared cores.
 pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("deployment")]
@@ -148,6 +149,64 @@ async def test_the_sdk_client_in_its_default_mode_approves_through_nginx_and_res
     assert resumer is not holder
     assert json.loads(text_of(result)) == resumer.name
     assert deployment.writes(text) == [("add", holder.name), ("publish", resumer.name)]
+
+
+# --- (f) a replica that stops hands its running programs off ---------------------------------
+
+
+async def test_a_replica_stopped_by_sigterm_hands_its_running_program_off_and_the_sdk_client_gets_it_from_another(
+    fresh_deployment: Deployment,
+) -> None:
+    deployment = fresh_deployment
+    text = unique("handed-off")
+    gate = deployment.gate("drain")
+    code = (
+        f"await notes.add(text={text!r})\nawait notes.hold(gate='drain')\n"
+        f"after = await notes.add(text={text!r})\nreturn after['replica']"
+    )
+    outcome: list[types.CallToolResult] = []
+    seen: list[httpx2.Response] = []
+
+    async def first_write_by() -> Replica:
+        def written() -> bool:
+            return bool(deployment.writes(text))
+
+        await anyio.to_thread.run_sync(
+            lambda: wait_until(written, within_s=60, what="the first write did not happen", log=deployment.accounts)
+        )
+        [(_, name)] = deployment.writes(text)
+        [holder] = [replica for replica in deployment.replicas if replica.name == name]
+        return holder
+
+    async with sdk_client(deployment.url, seen=seen) as client:
+
+        async def run() -> None:
+            outcome.append(await client.call_tool("execute", {"code": code}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            holder = await first_write_by()
+            holder.process.send_signal(signal.SIGTERM)
+            # Its drain lets the program run for half of --drain-seconds, then hands off what still runs.
+            await anyio.to_thread.run_sync(
+                lambda: wait_until(
+                    lambda: "handing off what still runs" in holder.log_text(),
+                    within_s=60,
+                    what="the stopping replica did not hand off",
+                    log=deployment.accounts,
+                )
+            )
+            with anyio.fail_after(60):
+                await anyio.to_thread.run_sync(gate.write_text, "open", abandon_on_cancel=True)
+    exit_code = await anyio.to_thread.run_sync(holder.process.wait, 60)
+    [result] = outcome
+    assert result.is_error is False, text_of(result)
+    resumer = json.loads(text_of(result))
+    assert resumer != holder.name
+    # Each write once: the first on the replica that stopped, the one after the hand-off on another.
+    assert deployment.writes(text) == [("add", holder.name), ("add", resumer)]
+    assert exit_code == 0
+    assert "paused at notes.add as its host handed it off" in holder.log_text()
 
 
 # --- (b) hundreds of pending approvals cost the others nothing -------------------------------

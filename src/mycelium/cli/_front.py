@@ -8,8 +8,9 @@ Draining is how a replica leaves without failing its clients: new work is answer
 with ``Retry-After`` (so a client or a balancer tries another replica) and ``/healthz``
 says unavailable at once, while the requests already running finish. What a request in
 flight still needs gets through: the client's replies and notifications on its connection
-(a confirmation's answer is one) and the DELETE that ends a connection. When the drain's
-time is up, :meth:`Front.cancel_in_flight` cancels what still runs.
+(a confirmation's answer is one), the DELETE that ends a connection, and the retries of
+2026-07-28 calls that carry a paused run's state. When the drain's time is up,
+:meth:`Front.cancel_in_flight` cancels what still runs.
 """
 
 from __future__ import annotations
@@ -209,7 +210,9 @@ async def _continuation(scope: Scope, receive: Receive) -> Receive | None:
     """How to read the request again if it only continues work in flight, else ``None``.
 
     A DELETE ends a connection. A POST continues when every JSON-RPC message in its body is a
-    reply or a notification: a request (a method with an id) would start new work.
+    reply, a notification, or the retry of a call that carries the state of a paused run
+    (``requestState``, 2026-07-28): a request (a method with an id) would start new work. The
+    server decides what a retry gets from a draining replica (see ``McpServer.drain``).
     """
     if scope["method"] == "DELETE":
         return receive
@@ -234,7 +237,7 @@ async def _continuation(scope: Scope, receive: Receive) -> Receive | None:
     except ValueError:
         return None
     messages = parsed if isinstance(parsed, list) else [parsed]
-    if not messages or not all(isinstance(each, dict) and not ("method" in each and "id" in each) for each in messages):
+    if not messages or not all(isinstance(each, dict) and _continues(each) for each in messages):
         return None
     replayed = False
 
@@ -246,3 +249,11 @@ async def _continuation(scope: Scope, receive: Receive) -> Receive | None:
         return await receive()
 
     return replay
+
+
+def _continues(message: dict[str, object]) -> bool:
+    """Whether one JSON-RPC message continues work in flight rather than starting new work."""
+    if "method" not in message or "id" not in message:
+        return True  # a reply or a notification
+    params = message.get("params")
+    return message["method"] == "tools/call" and isinstance(params, dict) and "requestState" in params

@@ -3,8 +3,10 @@
 The socket is bound before anything is announced, so the URL printed (with the real port
 when the port asked for is 0) already answers. ``/healthz`` answers in front of the server
 (see :mod:`._front`). The first SIGTERM or SIGINT drains: new work gets 503 while the
-requests in flight get up to ``drain_seconds`` to finish, those still running then are
-cancelled, the MCP streams are closed, and uvicorn stops. The next signal stops at once.
+requests in flight get up to ``drain_seconds`` to finish; :data:`HAND_OFF_SECONDS` before
+the end, the runs that can pause are handed off into the store; those still running at
+the end are cancelled, the MCP streams are closed, and uvicorn stops. The next signal
+stops at once.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ from ._target import Target
 MCP_PATH = "/mcp"
 DEFAULT_DRAIN_SECONDS = 30
 """How long a stop waits, by default, for the requests in flight before cancelling them."""
+HAND_OFF_SECONDS = 5.0
+"""How long before the drain's end (at most half of it) the runs still in flight are handed off: each
+2026-07-28 run that can pause pauses at its next operation call, and its client's retry resumes it on
+another replica. Until then they may finish here, which a replica alone needs."""
 _SHUTDOWN_BACKSTOP_SECONDS = 5
 """What uvicorn still waits, after the drain, for connections to close: by then nothing should be running."""
 
@@ -149,7 +155,7 @@ async def serve_http(
 
             async def stop_when_asked() -> None:
                 await stop.wait()
-                await _drain(front, http.drain_seconds)
+                await _drain(front, server, http.drain_seconds)
                 # Close the MCP streams before uvicorn stops: an open event stream would
                 # hold its shutdown until the backstop ends.
                 await server.close()
@@ -168,12 +174,20 @@ async def serve_http(
         raise ServeError("the server failed to start (see the log above)")
 
 
-async def _drain(front: Front, seconds: float) -> None:
-    """Take no new work, give the requests in flight ``seconds`` to finish, then cancel what still runs."""
+async def _drain(front: Front, server: McpServer, seconds: float) -> None:
+    """Take no new work and give the requests in flight ``seconds`` to finish: near the end, hand
+    off the runs that can pause, then cancel what still runs."""
     front.drain()
+    server.drain()
     # Said once new work is refused, never before: tests and operators read it as the drain's start.
     logger.info("draining: new requests get 503; %d in flight get up to %s s to finish", front.in_flight, seconds)
-    with anyio.move_on_after(seconds):
+    hand_off = min(HAND_OFF_SECONDS, seconds / 2)
+    with anyio.move_on_after(seconds - hand_off):
+        await front.drained()
+    if front.in_flight:
+        logger.info("handing off what still runs: %d request(s) pause at their next call", front.in_flight)
+        server.hand_off()
+    with anyio.move_on_after(hand_off):
         await front.drained()
     if front.in_flight:
         logger.warning("cancelling %d request(s) still running after %s s", front.in_flight, seconds)

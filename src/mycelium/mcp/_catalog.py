@@ -35,6 +35,7 @@ from .._modules import Module
 from .._options import ExecutionOptions, check_int, check_optional
 from .._runtime import Runtime
 from .._shared_sandbox import SharedSandbox
+from .._signals import AbortSignal
 from .._sources import CapabilitySource
 from .._tool_calls import ToolCall, ToolDefinition, ToolResult
 from ..sandbox import Sandbox
@@ -111,6 +112,9 @@ class McpExecutionContext:
     authority: McpAuthority
     access: Access = field(repr=False)
     tool_call_id: str | None = None
+    pause: AbortSignal | None = field(default=None, repr=False)
+    """The server's request that the run pause at its next operation call, as a replica that stops
+    hands its runs off (2026-07-28 only). Pass it on: ``prepare(call).execute(pause=context.pause)``."""
 
 
 class McpCatalogProvider(abc.ABC):
@@ -190,9 +194,10 @@ class McpCatalogProvider(abc.ABC):
         """
         return None
 
-    async def resume_run(self, suspension_id: str, approved: bool, context: McpExecutionContext) -> ToolResult:
+    async def resume_run(self, suspension_id: str, approved: bool | None, context: McpExecutionContext) -> ToolResult:
         """Continue the run paused as ``suspension_id`` with the person's decision, under ``context``.
 
+        ``approved`` is ``None`` for a run a stopping replica handed off, which nobody decides.
         Called only when :attr:`suspensions` is set; a provider that sets it overrides this.
         """
         raise NotImplementedError(f"{type(self).__name__} keeps suspensions but does not resume them")
@@ -413,13 +418,13 @@ class McpCatalog(McpCatalogProvider):
         """Run ``call`` on a lease held for exactly this request, with the request's access."""
         runtime = await self._runtime(context.principal, context.authority)
         async with runtime.lease(session=_session(context), access=context.access) as lease:
-            return await lease.execute_tool.prepare(call).execute()
+            return await lease.execute_tool.prepare(call).execute(pause=context.pause)
 
-    async def resume_run(self, suspension_id: str, approved: bool, context: McpExecutionContext) -> ToolResult:
+    async def resume_run(self, suspension_id: str, approved: bool | None, context: McpExecutionContext) -> ToolResult:
         """Resume a paused run on a lease held for exactly this request, with the request's access."""
         runtime = await self._runtime(context.principal, context.authority)
         async with runtime.lease(session=_session(context), access=context.access) as lease:
-            return await runtime.resume(suspension_id, approved=approved, lease=lease)
+            return await lease.execute_tool.resume(suspension_id, approved=approved, pause=context.pause)
 
     async def _runtime(self, principal: Principal, authority: McpAuthority) -> Runtime:
         key = principal_key(principal)

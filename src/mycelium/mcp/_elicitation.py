@@ -7,7 +7,7 @@ while the person decides: over 2026-07-28 the client is handed the question with
 call's result, over a connection the server asks by elicitation. Without suspensions the
 run waits in place (connections only). Over 2026-07-28 the question and a reference to the
 paused run travel in an input-required result (:func:`input_required`), and come back with the
-retry (:func:`pending_approval`). A decline, a cancel, a client that cannot be
+retry (:func:`paused_run`). A decline, a cancel, a client that cannot be
 asked, or one that leaves refuses the call; an approval is followed by a fresh read of
 authority.
 """
@@ -32,12 +32,12 @@ from ._catalog import McpAuthority
 __all__ = [
     "APPROVAL",
     "APPROVAL_SCHEMA",
-    "PendingApproval",
+    "PausedRun",
     "RequestAccess",
     "approval_question",
     "approved",
     "input_required",
-    "pending_approval",
+    "paused_run",
 ]
 
 logger = logging.getLogger("mycelium.mcp")
@@ -179,33 +179,39 @@ class RequestAccess:
 
 
 @dataclass(frozen=True)
-class PendingApproval:
+class PausedRun:
     """What a requestState carries: the paused run's id in the store, and the question to ask again.
 
-    Only the SDK's boundary ever sees it sealed; it opened and checked the client's copy
-    (key, principal, tool call, deadline) before this module reads it.
+    ``question`` is ``None`` for a run handed off by a stopping replica: nobody is asked, the
+    client retries at once and whichever replica answers resumes it. Only the SDK's boundary
+    ever sees the state sealed; it opened and checked the client's copy (key, principal, tool
+    call, deadline) before this module reads it.
     """
 
     suspension_id: str
-    question: str
+    question: str | None
 
     def state(self) -> str:
         return json.dumps({"suspension": self.suspension_id, "question": self.question})
 
 
-def pending_approval(state: str | None) -> PendingApproval | None:
+def paused_run(state: str | None) -> PausedRun | None:
     """The paused run a retry's (already opened) requestState names; ``None`` on a first call."""
     if state is None:
         return None
     try:
         fields = json.loads(state)
-        return PendingApproval(str(fields["suspension"]), str(fields["question"]))
+        question = fields["question"]
+        return PausedRun(str(fields["suspension"]), None if question is None else str(question))
     except (ValueError, TypeError, KeyError):
         # Minted by this server under the ring yet unreadable: another release's state.
         raise MCPError(code=types.INVALID_PARAMS, message="Invalid or expired requestState") from None
 
 
-def input_required(paused: PendingApproval) -> types.InputRequiredResult:
+def input_required(paused: PausedRun) -> types.InputRequiredResult:
+    """The input-required result for ``paused``: its question as a form, or (handed off) only its state."""
+    if paused.question is None:
+        return types.InputRequiredResult(request_state=paused.state())
     form = types.ElicitRequestFormParams(message=paused.question, requested_schema=APPROVAL_SCHEMA)
     return types.InputRequiredResult(
         input_requests={APPROVAL: types.ElicitRequest(params=form)}, request_state=paused.state()

@@ -14,6 +14,7 @@ AttributeError in the middle of a request. Moving to another release: run
 from __future__ import annotations
 
 import importlib.metadata
+import json
 
 import httpx2
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
@@ -21,7 +22,10 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared import _httpx_utils
-from starlette.types import Receive, Scope, Send
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from starlette.types import Message, Receive, Scope, Send
+
+from ._http import stays_connected, watch
 
 SUPPORTED_MCP_VERSION = "2.3.0"
 """The one ``mcp`` release whose private parts this module is written against (``mcp==2.3.0`` in pyproject)."""
@@ -117,6 +121,41 @@ async def discard_transport(manager: StreamableHTTPSessionManager, session_id: s
     transport = held_transport(manager, session_id)
     if transport is not None:
         await manager._discard_session(session_id, transport)
+
+
+async def revive_transport(manager: StreamableHTTPSessionManager, session_id: str, scope: Scope) -> bool:
+    """Start a transport under ``session_id`` and complete its handshake without the client; whether it holds.
+
+    The client initialized this connection in a process that is gone; it only needs to be
+    told it is initialized. Its capabilities were never recorded here, so nothing is asked
+    of it (no elicitation). Built on :func:`adopt_transport` and :func:`serve_opening_request`.
+    """
+    transport = StreamableHTTPServerTransport(
+        mcp_session_id=session_id,
+        is_json_response_enabled=False,
+        event_store=None,
+        security_settings=manager.security_settings,
+        retry_interval=manager.retry_interval,
+        idle_timeout=manager.session_idle_timeout,
+    )
+    adopt_transport(manager, session_id, transport, owner=scope["user"])
+    body = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    headers = [(name, value) for name, value in scope["headers"] if name in (b"host", b"origin")] + [
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"mcp-session-id", session_id.encode()),
+        (b"mcp-protocol-version", LATEST_HANDSHAKE_VERSION.encode()),
+    ]
+    handshake = {**scope, "method": "POST", "headers": headers, "query_string": b""}
+    status = 0
+
+    async def send(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await serve_opening_request(manager, transport, handshake, watch(stays_connected, None, first=body), send)
+    return 200 <= status < 300 and held_transport(manager, session_id) is not None
 
 
 def http_client(headers: dict[str, str], auth: httpx2.Auth | None) -> httpx2.AsyncClient:

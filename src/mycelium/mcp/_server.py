@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import json
 import logging
 import secrets
 import traceback
@@ -48,32 +47,32 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._distribution import VERSION
 from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
 from .._options import check_int
+from .._signals import AbortController
 from .._text import new_reference, printed
 from ._catalog import McpCatalogProvider, McpExecutionContext
 from ._elicitation import (
     APPROVAL,
-    PendingApproval,
+    PausedRun,
     RequestAccess,
     approval_question,
     approved,
     input_required,
-    pending_approval,
+    paused_run,
 )
-from ._http import Answered, message_id, releasing, request_id, send_error, stays_connected, watch
+from ._http import Answered, message_id, releasing, request_id, send_error, watch
 from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
-from ._sdk import adopt_transport, discard_transport, held_transport, serve_opening_request
+from ._sdk import discard_transport, held_transport, revive_transport
 
 __all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSIONS", "McpServer", "create_mcp"]
 
@@ -199,6 +198,8 @@ class McpServer:
         self._admitting = anyio.Lock()
         self._running = False
         self._closed = False
+        self._draining = False
+        self._pause = AbortController()
 
     # -- ASGI ---------------------------------------------------------------------------
 
@@ -345,6 +346,18 @@ class McpServer:
                 self._running = False
                 await self.close()
 
+    def drain(self) -> None:
+        """Take over no handed-off run from now on: a retry of one is answered with its state again,
+        so the client's next retry reaches another replica. Runs in flight go on."""
+        self._draining = True
+
+    def hand_off(self) -> None:
+        """Hand off the 2026-07-28 runs in flight: each run that can pause pauses at its next operation
+        call into the store, and its client's retry resumes it on whichever replica answers. A run fed
+        whole, or one of a connection, cannot pause: it goes on."""
+        self.drain()
+        self._pause.abort("handed off")
+
     async def close(self) -> None:
         """Close every open transport. The catalog's connection records are kept for its owner."""
         self._closed = True
@@ -459,7 +472,7 @@ class McpServer:
             if not await self._catalog.resume(session_id, principal):
                 return "unknown"
             self._connections[session_id] = _HeldConnection(key, resumed=True)
-            if not await self._revive(session_id, scope):
+            if not await revive_transport(self._manager, session_id, scope):
                 self._connections.pop(session_id, None)
                 return "unknown"
             # Room is made only for a connection that is really back: a failed revival evicts nobody.
@@ -467,41 +480,6 @@ class McpServer:
                 await self._discard(session_id)
                 return "full"
             return "resumed"
-
-    async def _revive(self, session_id: str, scope: Scope) -> bool:
-        """Start a transport under ``session_id`` and complete its handshake without the client.
-
-        The client initialized this connection in a process that is gone; it only needs to
-        be told it is initialized. Its capabilities were never recorded here, so nothing
-        is asked of it (no elicitation).
-        """
-        manager = self._manager
-        transport = StreamableHTTPServerTransport(
-            mcp_session_id=session_id,
-            is_json_response_enabled=False,
-            event_store=None,
-            security_settings=manager.security_settings,
-            retry_interval=manager.retry_interval,
-            idle_timeout=manager.session_idle_timeout,
-        )
-        adopt_transport(manager, session_id, transport, owner=scope["user"])
-        body = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
-        headers = [(name, value) for name, value in scope["headers"] if name in (b"host", b"origin")] + [
-            (b"content-type", b"application/json"),
-            (b"accept", b"application/json, text/event-stream"),
-            (_SESSION_HEADER.encode(), session_id.encode()),
-            (b"mcp-protocol-version", LATEST_HANDSHAKE_VERSION.encode()),
-        ]
-        handshake = {**scope, "method": "POST", "headers": headers, "query_string": b""}
-        status = 0
-
-        async def send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-
-        await serve_opening_request(manager, transport, handshake, watch(stays_connected, None, first=body), send)
-        return 200 <= status < 300 and held_transport(manager, session_id) is not None
 
     async def _touch(self, session_id: str, connection: _HeldConnection) -> None:
         self._connections.move_to_end(session_id)
@@ -596,12 +574,19 @@ class McpServer:
             call_id = None if modern else str(ctx.request_id)
             call = ToolCall(id=call_id, name=params.name, arguments=params.arguments or {})
 
-            def context() -> McpExecutionContext:
-                return McpExecutionContext(principal, session_id, access.authority, access.access, call.id)
+            # Only a run whose client retries by itself can be handed off: a connection's cannot.
+            pause = self._pause.signal if modern else None
 
-            paused = pending_approval(params.request_state) if modern else None
+            def context() -> McpExecutionContext:
+                return McpExecutionContext(principal, session_id, access.authority, access.access, call.id, pause)
+
+            paused = paused_run(params.request_state) if modern else None
             if paused is None:
                 result = await self._catalog.execute(call, context())
+            elif paused.question is None:
+                if self._draining:
+                    return input_required(paused)  # not taken over here: the client's next retry goes elsewhere
+                result = await self._catalog.resume_run(paused.suspension_id, None, context())
             else:
                 answer = approved((params.input_responses or {}).get(APPROVAL))
                 if answer is None:
@@ -611,14 +596,16 @@ class McpServer:
                 # The authority read for this retry is already what holds after the person answered.
                 result = await self._catalog.resume_run(paused.suspension_id, answer, context())
             while result.suspension is not None:
-                question = approval_question(result.suspension)
+                suspension = result.suspension
+                question = None if suspension.handed_off else approval_question(suspension)
                 if modern:
-                    return input_required(PendingApproval(result.suspension.id, question))
+                    return input_required(PausedRun(suspension.id, question))
+                assert question is not None  # a connection's runs are never handed off
                 # Over a connection the server asks while the paused run holds nothing.
                 answer = await access.ask(question)
                 if answer:
                     await access.refreshed()
-                result = await self._catalog.resume_run(result.suspension.id, answer, context())
+                result = await self._catalog.resume_run(suspension.id, answer, context())
             return _tool_result(result)
         except MCPError:
             raise

@@ -7,6 +7,8 @@ every replica's memory, how many times a write really happened, and which replic
 - ``notes.add(text)``: a write that needs no approval.
 - ``notes.publish(text)``: a write a person approves first (``confirm=True``).
 - ``notes.count(text)``: how many writes of ``text`` happened, by any replica (a read).
+- ``notes.hold(gate)``: waits until the test opens the gate, a FIFO named ``gate`` in the folder
+  ``$REPLICATED_NOTES_GATES`` (a read): the test knows where the program is while it waits.
 
 Paused runs keep the app's own bound on how many one session may hold: a deployment test
 leaves hundreds of one principal's approvals pending at once (``mycelium serve`` admits
@@ -21,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 from pydantic import BaseModel
 
 from mycelium import Module
@@ -29,6 +33,7 @@ from mycelium.sandbox.monty import MontySandbox
 from mycelium.suspensions import Suspensions
 
 DB_ENV = "REPLICATED_NOTES_DB"
+GATES_ENV = "REPLICATED_NOTES_GATES"
 REPLICA_ENV = "REPLICATED_NOTES_REPLICA"
 MAX_PENDING_PER_SESSION = 512
 """Room for the deployment tests' 200 pending approvals of the one principal ``serve`` admits."""
@@ -98,6 +103,14 @@ def build_module(path: Path, replica: str) -> Module:
     def count(text: str) -> int:
         """How many writes of ``text`` happened, on any replica."""
         return len(writes_of(path, text))
+
+    @notes.operation(access="read")
+    async def hold(gate: str) -> str:
+        """Wait until the test opens the FIFO ``gate``; return what it wrote."""
+        if not gate.isidentifier():
+            raise ValueError("a gate is named by an identifier")
+        fifo = Path(os.environ[GATES_ENV]) / gate
+        return await anyio.to_thread.run_sync(fifo.read_text, abandon_on_cancel=True)
 
     return notes
 
