@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
@@ -38,6 +40,20 @@ def handing_off_at_the_first_create(replica: list[Served]) -> Host:
     return host
 
 
+@asynccontextmanager
+async def two_replicas() -> AsyncIterator[tuple[Host, Served, Served]]:
+    """Two servers of one host sharing a suspension store and a ring; the first hands off at the first create."""
+    replica: list[Served] = []
+    host = handing_off_at_the_first_create(replica)
+    shared, ring = Suspensions(), SecretKeys.of(secrets.token_hex(32))
+    async with (
+        served(host, suspensions=shared, secret_keys=ring) as stopping,
+        served(host, suspensions=shared, secret_keys=ring) as taking_over,
+    ):
+        replica.append(stopping)
+        yield host, stopping, taking_over
+
+
 async def call(http: httpx2.AsyncClient, url: str, *, state: str | None = None, token: str = "token-alice") -> Any:
     body = raw.modern_call(TWO_WRITES, request_id=2 if state else 1, request_state=state)
     answer = await raw.send(http, "POST", url, sent=raw.modern_headers(token), body=body)
@@ -46,15 +62,7 @@ async def call(http: httpx2.AsyncClient, url: str, *, state: str | None = None, 
 
 
 async def test_a_handed_off_run_asks_only_for_a_retry_and_another_replica_finishes_it_each_write_once() -> None:
-    replica: list[Served] = []
-    host = handing_off_at_the_first_create(replica)
-    shared, ring = Suspensions(), SecretKeys.of(secrets.token_hex(32))
-    async with (
-        served(host, suspensions=shared, secret_keys=ring) as stopping,
-        served(host, suspensions=shared, secret_keys=ring) as taking_over,
-        httpx2.AsyncClient(timeout=30) as http,
-    ):
-        replica.append(stopping)
+    async with two_replicas() as (host, stopping, taking_over), httpx2.AsyncClient(timeout=30) as http:
         handed_off = await call(http, stopping.url)
         assert handed_off["resultType"] == "input_required"
         assert "inputRequests" not in handed_off  # nobody is asked: the client retries at once
@@ -72,15 +80,7 @@ async def test_a_handed_off_run_asks_only_for_a_retry_and_another_replica_finish
 
 
 async def test_another_principal_cannot_take_over_a_handed_off_run() -> None:
-    replica: list[Served] = []
-    host = handing_off_at_the_first_create(replica)
-    shared, ring = Suspensions(), SecretKeys.of(secrets.token_hex(32))
-    async with (
-        served(host, suspensions=shared, secret_keys=ring) as stopping,
-        served(host, suspensions=shared, secret_keys=ring) as taking_over,
-        httpx2.AsyncClient(timeout=30) as http,
-    ):
-        replica.append(stopping)
+    async with two_replicas() as (host, stopping, taking_over), httpx2.AsyncClient(timeout=30) as http:
         state = (await call(http, stopping.url))["requestState"]
         body = raw.modern_call(TWO_WRITES, request_id=2, request_state=state)
         stolen = await raw.send(http, "POST", taking_over.url, sent=raw.modern_headers("token-bob"), body=body)
