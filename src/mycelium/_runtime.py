@@ -165,6 +165,21 @@ class Runtime:
         return self._policy
 
     @property
+    def modules(self) -> tuple[Module, ...]:
+        """The modules given as ``modules=``, in their order."""
+        return self._capabilities.static
+
+    @property
+    def sources(self) -> tuple[CapabilitySource, ...]:
+        """The capability sources given as ``sources=``, by id."""
+        return self._capabilities.sources
+
+    @property
+    def semantic(self) -> SemanticRanker | None:
+        """The ranker by meaning given as ``semantic=``, if any."""
+        return self._semantic
+
+    @property
     def closed(self) -> bool:
         """Whether closing has begun: no new leases are handed out."""
         return self._closed

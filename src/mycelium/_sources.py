@@ -199,8 +199,10 @@ class Capabilities:
         twice = first_repeated(candidate.id for candidate in sources)
         if twice is not None:
             raise ValueError(f"sources: id {twice!r} is used twice")
-        self._static = tuple(modules)
-        self._sources = sorted(sources, key=lambda candidate: candidate.id)
+        self.static = tuple(modules)
+        """The modules every revision installs."""
+        self.sources = tuple(sorted(sources, key=lambda candidate: candidate.id))
+        """The sources each revision acquires, by id."""
         self._session = session
         self._language = language
         self._numbers = itertools.count(1)
@@ -213,9 +215,9 @@ class Capabilities:
         self._closed = False
         # Static modules are checked now, so a broken registration fails at construction.
         if sources:
-            build_graph(self._static, revision=0, language=language)
+            build_graph(self.static, revision=0, language=language)
         else:
-            self._install(Revision(build_graph(self._static, revision=next(self._numbers), language=language), ()))
+            self._install(Revision(build_graph(self.static, revision=next(self._numbers), language=language), ()))
 
     async def capture(self, tasks: TaskGroup) -> Revision:
         """Hold the current revision, building a new one when there is none or a snapshot went stale.
@@ -313,8 +315,8 @@ class Capabilities:
 
     async def _candidate(self, signal: AbortSignal, tasks: TaskGroup, fresh: list[_Snapshot]) -> Revision:
         chosen: list[_Snapshot] = []
-        count = len(self._static)
-        for candidate in self._sources:
+        count = len(self.static)
+        for candidate in self.sources:
             snapshot = self._current_snapshot.get(candidate.id)
             if snapshot is None or snapshot.stale:
                 snapshot = await self._acquire(candidate, signal, tasks, fresh)
@@ -326,7 +328,7 @@ class Capabilities:
                     culprit, "acquire", f"the graph would hold {count} modules; the limit is {MAX_MODULES}"
                 )
             chosen.append(snapshot)
-        modules = [*self._static, *(module for snapshot in chosen for module in snapshot.modules)]
+        modules = [*self.static, *(module for snapshot in chosen for module in snapshot.modules)]
         try:
             graph = build_graph(modules, revision=next(self._numbers), language=self._language)
         except DefinitionError as exc:

@@ -6,6 +6,8 @@ through pydantic-ai's own deferred-tool approval.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.exceptions import UserError
@@ -19,6 +21,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
 from mycelium import Runtime, direct_tool
 from mycelium.integrations.pydantic_ai import MyceliumToolset
@@ -202,3 +205,11 @@ async def test_an_approval_that_does_not_name_its_pause_is_refused_and_runs_noth
         )
     assert app.crm.ran("delete") == 0
     app.assert_released()
+
+
+async def test_pydantic_ais_schema_driven_test_model_sends_a_program_that_runs(app: App) -> None:
+    # TestModel fills the execute schema from its examples: a program valid in any catalog.
+    agent = Agent(TestModel(), toolsets=[MyceliumToolset(app.runtime)])
+    answer = await agent.run("What can you do?")
+    [call] = [part for message in answer.all_messages() for part in message.parts if isinstance(part, ToolReturnPart)]
+    assert isinstance(json.loads(str(call.content)), list)  # forage.search's ranked entries, not a failure

@@ -19,7 +19,15 @@ __all__ = ["EXECUTE_INPUT_SCHEMA", "execute_definition", "execute_description", 
 
 EXECUTE_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"code": {"type": "string", "description": "The Python program to run."}},
+    "properties": {
+        "code": {
+            "type": "string",
+            "description": "The Python program to run.",
+            # A program valid against any catalog: it shows the shape, and is what schema-driven
+            # stand-ins (pydantic-ai's TestModel) send.
+            "examples": ['found = await forage.search("what the user asked for")\nreturn found'],
+        }
+    },
     "required": ["code"],
     "additionalProperties": False,
 }

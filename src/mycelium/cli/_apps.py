@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..mcp import McpCatalogProvider
+from ._owned import owned_catalog
 
 DEFAULT_ATTRIBUTE = "create_catalog"
 """The attribute ``mycelium serve`` looks for when ``APP`` names none."""
@@ -81,13 +82,17 @@ async def resolve_catalog(value: object, where: str) -> McpCatalogProvider:
     """``value`` itself if it is a catalog, else the catalog its zero-argument factory returns.
 
     A catalog is an :class:`~mycelium.mcp.McpCatalog` (from ``create_mcp_catalog``) or any
-    other :class:`~mycelium.mcp.McpCatalogProvider`.
+    other :class:`~mycelium.mcp.McpCatalogProvider`. A module, a list of modules or a
+    runtime (or a factory returning one) is served to the local owner alone (see ``_owned``).
     """
     if _is_catalog(value):
         assert isinstance(value, McpCatalogProvider)
         return value
+    owned = _owned(value, where)
+    if owned is not None:
+        return owned
     if not callable(value):
-        raise AppError(f"{where} is a {type(value).__name__}, not an McpCatalog or a factory returning one")
+        raise AppError(f"{where} is a {type(value).__name__}, {_EXPECTED}")
     try:
         inspect.signature(value).bind()
     except TypeError:
@@ -100,17 +105,30 @@ async def resolve_catalog(value: object, where: str) -> McpCatalogProvider:
             made = await made
     except Exception as exc:
         raise AppError(f"calling {where} raised {_describe(exc)}") from exc
-    if not _is_catalog(made):
-        closer = getattr(made, "aclose", None)
-        if callable(closer):
-            with contextlib.suppress(Exception):
-                await closer()
-        raise AppError(
-            f"{where} returned a {type(made).__name__}, not an McpCatalog "
-            "(make one with mycelium.mcp.create_mcp_catalog)"
-        )
-    assert isinstance(made, McpCatalogProvider)
-    return made
+    if _is_catalog(made):
+        assert isinstance(made, McpCatalogProvider)
+        return made
+    owned = _owned(made, f"what {where} returned")
+    if owned is not None:
+        return owned
+    closer = getattr(made, "aclose", None)
+    if callable(closer):
+        with contextlib.suppress(Exception):
+            await closer()
+    raise AppError(f"{where} returned a {type(made).__name__}, {_EXPECTED}")
+
+
+_EXPECTED = (
+    "not a Module, a list of modules, a Runtime, an McpCatalog or a factory returning one "
+    "(make a catalog with mycelium.mcp.create_mcp_catalog)"
+)
+
+
+def _owned(value: object, where: str) -> McpCatalogProvider | None:
+    try:
+        return owned_catalog(value, where)
+    except ValueError as exc:
+        raise AppError(str(exc)) from None
 
 
 def _import(spec: AppSpec) -> object:

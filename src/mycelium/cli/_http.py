@@ -37,7 +37,7 @@ from ..mcp import (
 from ._banner import print_banner
 from ._console import logger
 from ._front import Front, Health, Probe
-from ._owner import LOCAL_PRINCIPAL
+from ._owned import LOCAL_PRINCIPAL
 from ._signals import stop_on_signal
 from ._target import Target
 

@@ -26,7 +26,8 @@ from ..mcp import McpCatalog
 from ..sandbox.monty import MontySandbox
 from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._console import logging_to, say, say_marked, show
-from ._owner import LOCAL_PRINCIPAL, as_owner, run_program
+from ._owned import LOCAL_PRINCIPAL
+from ._owner import as_owner, run_program
 from ._target import CONFIG_OPTION, Target, choose_target
 
 T = TypeVar("T")

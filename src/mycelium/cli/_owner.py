@@ -17,11 +17,9 @@ import typer
 from .._access import Access, ConfirmRequest
 from .._execute import ToolCall, ToolResult
 from .._values import dumps_compact
-from ..mcp import McpAuthority, McpCatalogProvider, McpExecutionContext, Member
+from ..mcp import McpAuthority, McpCatalogProvider, McpExecutionContext
+from ._owned import LOCAL_PRINCIPAL
 from ._target import Target
-
-LOCAL_PRINCIPAL = Member("local", "owner")
-"""Who the served catalog's caller is: the token holder over HTTP, the launching client over stdio."""
 
 
 @contextlib.asynccontextmanager

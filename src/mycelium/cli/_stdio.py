@@ -10,7 +10,7 @@ import anyio
 
 from ..mcp import McpCatalogProvider, McpServer, Refused, create_mcp
 from ._console import logger
-from ._owner import LOCAL_PRINCIPAL
+from ._owned import LOCAL_PRINCIPAL
 from ._signals import stop_on_signal
 
 
