@@ -54,3 +54,12 @@ def test_the_deployment_guide_shows_the_nginx_configuration_the_deployment_tests
     tested = (ROOT / "tests" / "deployment" / "nginx.conf.template").read_text()
     [shown] = re.findall(r"```nginx\n(.*?)```", guide, flags=re.DOTALL)
     assert shown == tested
+
+
+_MACHINE_PATH = re.compile(r"(/work/|/tmp/|/root/|/home/(?!me/)|/Users/|site-packages|pytest-of-)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_no_page_shows_a_path_of_the_machine_it_was_written_on(page: Path) -> None:
+    for number, line in enumerate(page.read_text().splitlines(), start=1):
+        assert not _MACHINE_PATH.search(line), f"{_name(page)}:{number} shows a machine's path: {line.strip()}"

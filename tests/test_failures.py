@@ -7,6 +7,7 @@ import typing
 
 import mycelium
 from mycelium.failures import (
+    ApprovalPending,
     BadResponse,
     Cancelled,
     CapabilityFailed,
@@ -36,6 +37,7 @@ MEMBERS = (
     SandboxBusy,
     InvalidArguments,
     SuspensionFailed,
+    ApprovalPending,
     Unknown,
 )
 

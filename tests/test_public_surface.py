@@ -30,7 +30,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "mycelium.cli": ["cli", "main"],
     "mycelium.failures": [
-        "BadResponse", "Cancelled", "CapabilityFailed", "DeadlineExceeded", "Failure", "FailureEvidence",
+        "ApprovalPending", "BadResponse", "Cancelled", "CapabilityFailed", "DeadlineExceeded", "Failure", "FailureEvidence",
         "GuestException", "InvalidArguments", "InvalidResult", "MODEL_FIXABLE", "ResultTooLarge", "ResumeRefusal",
         "SandboxBusy", "SandboxError", "SuspensionFailed", "SyntaxFailure", "TransportLost", "Unknown",
     ],

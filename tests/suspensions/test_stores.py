@@ -274,6 +274,28 @@ async def test_an_expired_or_absent_suspension_is_not_decided(store: SuspensionS
     assert expired.decision is None
 
 
+async def test_undecided_lists_only_waiting_suspensions_of_every_session_oldest_first(store: SuspensionStore) -> None:
+    for suspension_id, session in (("first", "session-1"), ("second", "session-2"), ("third", None)):
+        await store.put(suspension(suspension_id, session=session), max_per_session=5)
+    for suspension_id in ("decided", "claimed"):
+        await store.put(suspension(suspension_id), max_per_session=5)
+    await store.put(suspension("expired", expires_in=EXPIRED), max_per_session=5)
+    assert await store.decide("decided", b"approved", now=time.time())
+    assert await claim(store, "claimed") is not None
+    listed = await store.undecided(now=time.time(), limit=10)
+    assert [(found.id, found.session_id) for found in listed] == [
+        ("first", "session-1"),
+        ("second", "session-2"),
+        ("third", None),
+    ]
+
+
+async def test_undecided_gives_at_most_its_limit(store: SuspensionStore) -> None:
+    for n in range(4):
+        await store.put(suspension(f"s-{n}", session=f"session-{n}"), max_per_session=5)
+    assert [found.id for found in await store.undecided(now=time.time(), limit=2)] == ["s-0", "s-1"]
+
+
 async def test_purge_removes_and_counts_only_expired_suspensions(store: SuspensionStore) -> None:
     now = time.time()
     for suspension_id, expires_at in (("long-gone", now - 10), ("just-gone", now), ("kept", now + 10)):
