@@ -14,8 +14,9 @@ gives them one flat name per (transport alias, relative path), one-to-one, and
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import NamedTuple, TypeAlias
 
 from .._bindings import BindingCallback
@@ -29,8 +30,10 @@ __all__ = [
     "GuestOperation",
     "Leaf",
     "NamespaceTree",
+    "closest_names",
     "guest_input",
     "guest_root",
+    "missing_name_advice",
     "namespace_tree",
     "positional_name",
     "sandbox_operation_path",
@@ -71,6 +74,28 @@ def namespace_tree(request: SandboxRequest) -> NamespaceTree:
                 raise ValueError(f"{'.'.join(path)} is bound twice or is also a namespace")
             node[path[-1]] = Leaf(".".join(path), transport, relative)
     return root
+
+
+def closest_names(name: str, members: Iterable[str], namespace: str = "") -> list[str]:
+    """Up to three of ``members`` (names in ``namespace``) spelled most like ``name``, as dotted paths.
+
+    Pass only names the program can reach: a suggestion must never name what its lease does not hold.
+    """
+    prefix = f"{namespace}." if namespace else ""
+    return [prefix + match for match in difflib.get_close_matches(name, sorted(set(members)), n=3, cutoff=0.6)]
+
+
+def missing_name_advice(namespace: str, suggestions: Iterable[str]) -> str:
+    """What a program is told when a name it typed in ``namespace`` (``""``: at the top) is not there.
+
+    ``suggestions`` are the paths it may have meant (see :func:`closest_names`); the advice
+    also says how to list the namespace and how to find an operation by what it does.
+    """
+    suggested = " or ".join(suggestions)
+    guess = f"did you mean {suggested}? " if suggested else ""
+    logical = "" if namespace == "env" else namespace.removeprefix("env.")
+    listing = f'forage.list("{logical}") lists {namespace}, ' if namespace else ""
+    return f'{guess}{listing}forage.search("what it should do") finds operations'
 
 
 def positional_name(callback: BindingCallback) -> str | None:
@@ -149,7 +174,8 @@ class GuestNamespace:
             return self._children[name]
         except KeyError:
             where = f"namespace {self._path}" if self._path else "the guest namespace"
-            raise AttributeError(f"{where} has no {name!r}") from None
+            advice = missing_name_advice(self._path, closest_names(name, self._children, self._path))
+            raise AttributeError(f"{where} has no {name!r} ({advice})") from None
 
     def __dir__(self) -> list[str]:
         return sorted(self._children)

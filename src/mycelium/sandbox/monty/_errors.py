@@ -5,6 +5,7 @@ of the guest's or Monty's that a failure or a call's outcome quotes.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from pydantic_monty import (
@@ -18,18 +19,24 @@ from pydantic_monty import (
 
 from ..._text import clip
 from ...failures import DeadlineExceeded, GuestException, InvalidResult, SandboxError, SyntaxFailure, TransportLost
+from .._namespaces import closest_names, missing_name_advice
 from ._namespaces import _guest_line
 
 if TYPE_CHECKING:
     from ._calls import _GuestRun
+    from ._namespaces import _GuestModules
 
 _MAX_TEXT = 2_000
 # Monty reports some things its Python does not support (`raise ValueError(42)`) under this prefix.
 _MONTY_LIMITATION = "Internal error in monty: "
+# How Monty words a name a program typed that is not there, as it runs and as it is type-checked.
+_NO_ATTRIBUTE = re.compile(r"[Mm]odule ['`]([\w.]+)['`] has no (?:attribute|member) ['`](\w+)['`]")
+_NOT_DEFINED = re.compile(r"[Nn]ame ['`](\w+)['`] (?:is not defined|used when not defined)")
 
 
-def _failure_for(exc: MontyError, run: _GuestRun, timeout_ms: int) -> Exception:
-    """The exception that reports a Monty error in ``run``: a typed failure, or the host's own failure."""
+def _failure_for(exc: MontyError, run: _GuestRun, guest: _GuestModules, timeout_ms: int) -> Exception:
+    """The exception that reports a Monty error in ``run`` (of ``guest``'s namespaces): a typed
+    failure, or the host's own failure."""
     if isinstance(exc, MontySyntaxError):
         frames = exc.traceback()
         if frames and frames[-1].function_name is not None:
@@ -64,10 +71,34 @@ def _failure_for(exc: MontyError, run: _GuestRun, timeout_ms: int) -> Exception:
         elif "'coroutine'" in message:
             # The guest used a call's coroutine as if it were its result.
             message = f"{message} (an operation call was not awaited; {run.called()})"
+        elif type_name in ("AttributeError", "NameError"):
+            message = _with_advice(message, guest)
         return SandboxError(
             GuestException(type_name=type_name, message=_clip(message), traceback=_guest_traceback(exc.traceback()))
         )
     return SandboxError(TransportLost())
+
+
+def _with_advice(message: str, guest: _GuestModules) -> str:
+    """``message`` (Monty's or its type checker's), with the names the program may have meant
+    when it typed one its namespaces lack.
+
+    Suggestions come from the run's own namespaces only, which hold just what its lease offers.
+    """
+    if missing := _NO_ATTRIBUTE.fullmatch(message):
+        namespace, name = missing.groups()
+        members = guest.members.get(namespace if namespace == "env" else namespace.removeprefix("env."))
+        if members is not None:  # one of ours, not an object of the program's
+            return f"{message} ({missing_name_advice(namespace, closest_names(name, members, namespace))})"
+    elif missing := _NOT_DEFINED.fullmatch(message):
+        # Most undefined names are the program's own; only a near miss of a namespace, or an
+        # operation called without its namespace, gets advice.
+        name = missing.group(1)
+        bare = [path for path in guest.leaves if not path.startswith("env.") and path.rsplit(".", 1)[-1] == name]
+        suggestions = [*closest_names(name, guest.members[""]), *bare][:3]
+        if suggestions:
+            return f"{message} ({missing_name_advice('', suggestions)})"
+    return message
 
 
 def _guest_traceback(frames: list[Frame]) -> str:

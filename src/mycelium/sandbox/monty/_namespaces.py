@@ -42,8 +42,10 @@ class _GuestModules:
         self._stubs = request.stubs if with_stubs else None
         self.namespaces: list[str] = []  # every namespace's dotted path, for the type checker's imports
         self.leaves: dict[str, Leaf] = {}  # every name a call may be announced under, when driven step by step
+        self.members: dict[str, tuple[str, ...]] = {}  # namespace path -> its names, to suggest one for a typo
         top = {name: self._module(node, name) for name, node in namespace_tree(request).items()}
         self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top), stubs=self._stub(""))}
+        self.members[""] = self.members["env"] = tuple(top)
 
     def serves(self, request: SandboxRequest) -> bool:
         """Whether these modules were built for ``request``'s revision (the same objects, not equal ones)."""
@@ -80,6 +82,7 @@ class _GuestModules:
                 attrs[segment] = self._module(child, f"{path}.{segment}")
         if path != "forage":
             self.namespaces.append(path)
+        self.members[path] = tuple(attrs)
         return ExternalModule(attrs, stubs=self._stub(path))
 
     def _stub(self, path: str) -> str | None:

@@ -236,7 +236,7 @@ class MontySandbox(Sandbox):
                         stepper.note_undecided(printed)
                     completed = True
                 except MontyError as exc:
-                    failure = _failure_for(exc, run, request.timeout_ms)
+                    failure = _failure_for(exc, run, guest, request.timeout_ms)
                 except _WorkerLost:
                     failure = SandboxError(TransportLost())
                 except SandboxError as exc:  # the value is not one to return: calls left running stop

@@ -13,7 +13,7 @@ from pydantic_monty import AsyncMontySession, MontySyntaxError, MontyTypingError
 
 from ..._signals import AbortSignal
 from ...failures import SandboxError, SyntaxFailure
-from ._errors import _clip
+from ._errors import _clip, _with_advice
 from ._namespaces import _guest_line, _GuestModules
 from ._watch import _until_stopped
 
@@ -56,14 +56,15 @@ async def _check_types(session: AsyncMontySession, guest: _GuestModules, code: s
         at = _guest_line(frames[0].line) if frames else None
         raise SandboxError(SyntaxFailure(message=_clip(str(exc.exception())), line=at)) from None
     except MontyTypingError as exc:
-        failure = _type_failure(exc.display())
+        failure = _type_failure(exc.display(), guest)
         if failure is not None:
             raise SandboxError(failure) from None
 
 
-def _type_failure(diagnostics: str) -> SyntaxFailure | None:
-    """The first type-check diagnostic in the guest's own code, at its own line and column;
-    ``None`` when the only ones are top-level returns. A syntax error is reported as one."""
+def _type_failure(diagnostics: str, guest: _GuestModules) -> SyntaxFailure | None:
+    """The first type-check diagnostic in the guest's own code, at its own line and column (with
+    the names it may have meant, for one its namespaces lack); ``None`` when the only ones are
+    top-level returns. A syntax error is reported as one."""
     try:
         found = [
             (str(item["code"]), str(item["message"]), int(item["location"]["row"]), int(item["location"]["column"]))
@@ -79,7 +80,7 @@ def _type_failure(diagnostics: str) -> SyntaxFailure | None:
         _, message, row, column = syntax[0]
         return SyntaxFailure(message=_clip(message), line=_guest_line(row), column=column)
     code, message, row, column = found[0]
-    text = f"{message} [{code}]" + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+    text = f"{_with_advice(message, guest)} [{code}]" + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
     if row <= 1:  # in the import line: nothing the guest wrote
         return SyntaxFailure(message=_clip(text), type_check=True)
     return SyntaxFailure(message=_clip(text), line=_guest_line(row), column=column, type_check=True)
