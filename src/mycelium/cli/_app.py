@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import typer
 
+from ._init import init
 from ._local import check, describe, exec_, search
 from ._serve import serve
 
@@ -31,6 +32,7 @@ cli.command("exec")(exec_)
 cli.command()(describe)
 cli.command()(search)
 cli.command()(check)
+cli.command()(init)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
