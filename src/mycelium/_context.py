@@ -12,13 +12,21 @@ __all__ = ["CallContext", "ExecuteIdentity", "InvocationContext", "Session"]
 
 @dataclass(frozen=True)
 class Session:
-    """The host's conversation or user session. ``id`` is a non-empty string."""
+    """The host's conversation or user session. ``id`` is a non-empty string.
+
+    ``requester`` names whom the session acts for (a user, an agent), for a person deciding
+    what its paused runs wait for: it is kept with each suspension (``Suspension.requester``).
+    Never a credential.
+    """
 
     id: str
+    requester: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"Session id must be a non-empty string, got {self.id!r}")
+        if self.requester is not None and not isinstance(self.requester, str):
+            raise ValueError(f"Session requester must be a string or None, got {type(self.requester).__name__}")
 
 
 @dataclass(frozen=True)

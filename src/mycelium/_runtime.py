@@ -216,6 +216,7 @@ class Runtime:
             policy=self._policy,
             slots=self._slots,
             session_id=self.session.id if self.session else None,
+            requester=self.session.requester if self.session else None,
             on_sandbox_failure=self._on_sandbox_failure,
             suspensions=self.suspensions,
             tasks=tasks,
@@ -286,6 +287,7 @@ class Runtime:
                 services,
                 invoker=services.invoker if access is None else self._gated(access),
                 session_id=services.session_id if session is None else session.id,
+                requester=services.requester if session is None else session.requester,
             )
         acquired_at = host_frames()  # before any await: the caller's frames are still on the stack
         leases = running.leases

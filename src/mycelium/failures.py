@@ -16,6 +16,7 @@ from typing import ClassVar, Literal, TypeAlias, Union, dataclass_transform, get
 
 __all__ = [
     "MODEL_FIXABLE",
+    "ApprovalPending",
     "BadResponse",
     "Cancelled",
     "CapabilityFailed",
@@ -128,6 +129,9 @@ class InvalidArguments(_FailureBase, code="invalid-arguments"):
 
     message: str
     tool: str = "execute"
+    advice: str | None = None
+    """What to do instead, when that is not to send arguments in the tool's input shape (a
+    program over the size bound: split the work)."""
 
 
 ResumeRefusal: TypeAlias = Literal[
@@ -148,6 +152,14 @@ class SuspensionFailed(_FailureBase, code="suspension-failed"):
 
     suspension_id: str
     reason: ResumeRefusal
+
+
+class ApprovalPending(_FailureBase, code="approval-pending"):
+    """A paused run still waits for a person to approve or decline its call; nothing more of it ran.
+
+    Not a dead end: asking again once the person has decided resumes the run."""
+
+    suspension_id: str
 
 
 class Unknown(_FailureBase, code="unknown"):
@@ -177,6 +189,7 @@ Failure: TypeAlias = Union[  # noqa: UP007
     SandboxBusy,
     InvalidArguments,
     SuspensionFailed,
+    ApprovalPending,
     Unknown,
 ]
 Failure.__doc__ = (

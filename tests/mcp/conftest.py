@@ -175,6 +175,7 @@ async def served(
     semantic: SemanticRanker | None = None,
     suspensions: Suspensions | None = None,
     secret_keys: SecretKeys | None = None,
+    page_approvals: bool = False,
 ) -> AsyncIterator[Served]:
     host = host or Host()
     async with AsyncExitStack() as stack:
@@ -193,6 +194,7 @@ async def served(
             authenticate=host.authenticate,
             max_connections_per_principal=max_connections_per_principal,
             secret_keys=secret_keys,
+            page_approvals=page_approvals,
         )
         base = await stack.enter_async_context(serve_asgi(server.asgi))
         yield Served(f"{base}/mcp", server, catalog, host)

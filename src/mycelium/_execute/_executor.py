@@ -285,6 +285,7 @@ class Executor:
             logs=tuple(attempt.logs),
             state=state,
             resumed=attempt.resumed,
+            requester=self._services.requester,
         )
         try:
             kept = await desk.keep(record, until=deadline)

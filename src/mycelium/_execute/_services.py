@@ -31,3 +31,5 @@ class ExecuteServices:
     suspensions: Suspensions | None
     tasks: TaskGroup
     """The runtime's task group: it owns each run's backing work until that work settles."""
+    requester: str | None = None
+    """Whom the session acts for (``Session.requester``), kept with each pause."""

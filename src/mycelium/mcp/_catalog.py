@@ -42,7 +42,7 @@ from ..sandbox import Sandbox
 from ..sandbox._contract import check_backend
 from ..suspensions import MemorySuspensions, Suspensions
 from ._connections import ConnectionStore, MemoryConnections
-from ._principals import Principal, principal_key, principal_session
+from ._principals import Principal, principal_key, principal_label, principal_session
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
@@ -501,7 +501,8 @@ def _session(context: McpExecutionContext) -> Session:
     Requests of 2026-07-28 have no connection, and a paused run must be found again by
     whichever replica the retry reaches: the principal's session is the same everywhere.
     """
-    return Session(context.connection_id or principal_session(context.principal))
+    session = context.connection_id or principal_session(context.principal)
+    return Session(session, requester=principal_label(context.principal))
 
 
 def create_mcp_catalog(

@@ -84,7 +84,8 @@ class RequestAccess:
     call); ``refresh`` reads the principal's authority again (after every approval);
     ``read_only`` caps writes at read (a connection resumed without its client's
     capabilities); ``gone`` is set when the client leaves. With ``pause`` a confirmation
-    the client can answer defers, so the run pauses into the catalog's suspensions;
+    the client can answer defers, so the run pauses into the catalog's suspensions (with
+    ``page``, one it cannot answer too, for a person to decide on the host's page);
     ``modern`` says the request is of 2026-07-28, where a person is asked only that way.
     """
 
@@ -99,6 +100,7 @@ class RequestAccess:
         gone: anyio.Event | None,
         pause: bool,
         modern: bool,
+        page: bool = False,
     ) -> None:
         self._ctx = ctx
         self.authority = authority
@@ -109,6 +111,7 @@ class RequestAccess:
         self._gone = gone
         self._pause = pause
         self._modern = modern
+        self._page = page
         self.access = Access(explicit=True, session_grants=self._grants, confirm=self._confirm)
         """The access every operation call of the execute goes through."""
 
@@ -124,7 +127,8 @@ class RequestAccess:
             return {key: "read" if grant == "write" else grant for key, grant in grants.items()}
         return grants
 
-    def _can_ask(self) -> bool:
+    def can_ask(self) -> bool:
+        """Whether the client can answer a confirmation's question itself (form elicitation)."""
         session = self._ctx.session
         capability = session.client_capabilities.elicitation if session.client_capabilities else None
         supports_form = capability is not None and (capability.form is not None or capability.url is None)
@@ -132,8 +136,8 @@ class RequestAccess:
         return supports_form and (self._modern or session.can_send_request)
 
     async def _confirm(self, request: ConfirmRequest) -> ConfirmAnswer:
-        if not self._can_ask():
-            return None
+        if not self.can_ask():
+            return "defer" if self._page else None  # with a page, a person decides there instead
         if self._pause:
             return "defer"
         if self._modern:

@@ -28,6 +28,7 @@ MIN_KEY_CHARS = 32
 _MAX_KEYS = 16
 _SUSPENSIONS = b"mycelium/suspensions/v1"
 _REQUEST_STATE = b"mycelium/request-state/v1"
+_APPROVAL_HANDLES = b"mycelium/approval-handle/v1"
 
 
 class SecretKeys:
@@ -120,6 +121,10 @@ class SecretKeys:
     def request_state_keys(self) -> list[bytes]:
         """The keys for ``requestState``, newest first (the SDK's ring: the first seals, all open)."""
         return [self._derive(_REQUEST_STATE, key) for key in self._keys]
+
+    def approval_keys(self) -> list[bytes]:
+        """The keys for approval handles, newest first (the first seals, all open)."""
+        return [self._derive(_APPROVAL_HANDLES, key) for key in self._keys]
 
     @staticmethod
     def _derive(purpose: bytes, key: str) -> bytes:

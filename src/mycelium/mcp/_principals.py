@@ -26,6 +26,7 @@ __all__ = [
     "TeamKey",
     "bearer_tokens",
     "principal_key",
+    "principal_label",
     "principal_session",
 ]
 
@@ -86,6 +87,19 @@ def principal_key(principal: Principal) -> str:
         case _:
             raise ValueError(f"not a principal: {type(principal).__name__}")
     return json.dumps(parts, ensure_ascii=True, separators=(",", ":"))
+
+
+def principal_label(principal: Principal) -> str:
+    """How a person is shown ``principal``: ``member ada (admin)``, ``agent triage``, ``team key k1``."""
+    match principal:
+        case Member(member_id=member_id, role=role):
+            return f"member {member_id} ({role})"
+        case Agent(agent_id=agent_id):
+            return f"agent {agent_id}"
+        case TeamKey(key_id=key_id):
+            return f"team key {key_id}"
+        case _:
+            raise ValueError(f"not a principal: {type(principal).__name__}")
 
 
 def principal_session(principal: Principal) -> str:

@@ -59,6 +59,7 @@ from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
 from .._options import check_int
 from .._signals import AbortController
 from .._text import new_reference, printed
+from ._approvals import PageApprovals, with_approval_argument
 from ._catalog import McpCatalogProvider, McpExecutionContext
 from ._elicitation import (
     APPROVAL,
@@ -136,6 +137,7 @@ class McpServer:
         authenticate_timeout_ms: int,
         max_connections_per_principal: int | None,
         secret_keys: SecretKeys | None,
+        page_approvals: bool = False,
     ) -> None:
         if not isinstance(catalog, McpCatalogProvider):
             raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
@@ -160,7 +162,7 @@ class McpServer:
             on_call_tool=self._call_tool,
             # Without it the SDK lists the tools (a load() and a lease) before every call of 2026-07-28,
             # to check Mcp-Param headers against a schema that is always the same.
-            get_tool_input_schema=lambda tool: EXECUTE_INPUT_SCHEMA if tool == EXECUTE else None,
+            get_tool_input_schema=lambda tool: self._schema if tool == EXECUTE else None,
         )
         self._server.middleware.append(self._instructions)
         # The SDK's boundary seals every requestState it hands out and opens every one that comes
@@ -168,6 +170,10 @@ class McpServer:
         # the handler only ever sees state it minted. A ring of this process alone serves one replica.
         suspensions = catalog.suspensions
         keys = secret_keys if secret_keys is not None else SecretKeys.of(secrets.token_hex(32))
+        self._approvals = PageApprovals(keys.approval_keys()) if page_approvals and suspensions else None
+        self._schema: dict[str, Any] = (
+            with_approval_argument(EXECUTE_INPUT_SCHEMA, "")[0] if self._approvals else EXECUTE_INPUT_SCHEMA
+        )
         security = RequestStateSecurity(
             keys=keys.request_state_keys(),
             ttl=suspensions.expires_after_ms / 1000 if suspensions is not None else _STATE_TTL_S,
@@ -532,10 +538,13 @@ class McpServer:
         principal, _, _ = self._caller(ctx)
         authority = await self._catalog.refresh(principal)
         definition = await self._catalog.definition(principal, authority)
+        schema, description = definition.input_schema, definition.description
+        if self._approvals is not None:
+            schema, description = with_approval_argument(schema, description)
         tool = types.Tool(
             name=definition.name,
-            description=definition.description,
-            input_schema=definition.input_schema,
+            description=description,
+            input_schema=schema,
             annotations=types.ToolAnnotations(
                 title="Run a Python program against the host's operations",
                 read_only_hint=False,
@@ -568,20 +577,29 @@ class McpServer:
                 gone=None if request is None else request.scope.get(_GONE),
                 pause=self._catalog.suspensions is not None,
                 modern=modern,
+                page=self._approvals is not None,
             )
             # A connection's request ids are its own; over 2026-07-28 every client numbers from the start
             # under one principal's session, so an id there names no call and could match another's pause.
             call_id = None if modern else str(ctx.request_id)
             call = ToolCall(id=call_id, name=params.name, arguments=params.arguments or {})
+            approvals = self._approvals
+            polled = approvals.requested(params.arguments or {}) if approvals is not None else None
+            if isinstance(polled, ToolResult):
+                return _tool_result(polled)
 
             # Only a run whose client retries by itself can be handed off: a connection's cannot.
             pause = self._pause.signal if modern else None
 
-            def context() -> McpExecutionContext:
-                return McpExecutionContext(principal, session_id, access.authority, access.access, call.id, pause)
+            def context(session: str | None = session_id) -> McpExecutionContext:
+                # A paused run resumes in the session it paused in (a poll may come over another connection).
+                return McpExecutionContext(principal, session, access.authority, access.access, call.id, pause)
 
             paused = paused_run(params.request_state) if modern else None
-            if paused is None:
+            if approvals is not None and polled is not None:
+                resume = lambda run, session: self._catalog.resume_run(run, None, context(session))  # noqa: E731
+                result = await approvals.poll(polled, principal, resume)
+            elif paused is None:
                 result = await self._catalog.execute(call, context())
             elif paused.question is None:
                 if self._draining:
@@ -597,6 +615,8 @@ class McpServer:
                 result = await self._catalog.resume_run(paused.suspension_id, answer, context())
             while result.suspension is not None:
                 suspension = result.suspension
+                if approvals is not None and not suspension.handed_off and not access.can_ask():
+                    return _tool_result(approvals.waiting(suspension, principal))  # a person decides elsewhere
                 question = None if suspension.handed_off else approval_question(suspension)
                 if modern:
                     return input_required(PausedRun(suspension.id, question))
@@ -605,7 +625,7 @@ class McpServer:
                 answer = await access.ask(question)
                 if answer:
                     await access.refreshed()
-                result = await self._catalog.resume_run(suspension.id, answer, context())
+                result = await self._catalog.resume_run(suspension.id, answer, context(suspension.session_id))
             return _tool_result(result)
         except MCPError:
             raise
@@ -646,6 +666,7 @@ def create_mcp(
     authenticate_timeout_ms: int = 10_000,
     max_connections_per_principal: int | None = None,
     secret_keys: SecretKeys | None = None,
+    page_approvals: bool = False,
 ) -> McpServer:
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
@@ -661,6 +682,8 @@ def create_mcp(
     replaces its own least recently used idle connection, or gets 503 if all are busy.
     ``secret_keys`` seals the ``requestState`` of approvals over 2026-07-28: every replica
     behind one address needs the same ring (by default a key of this process only).
+    ``page_approvals`` (with suspensions) pauses a confirmation no client can answer for a person to
+    decide on the host's page; the model polls with a handle (see :mod:`mycelium.mcp._approvals`).
     """
     return McpServer(
         catalog=catalog,
@@ -672,4 +695,5 @@ def create_mcp(
         authenticate_timeout_ms=authenticate_timeout_ms,
         max_connections_per_principal=max_connections_per_principal,
         secret_keys=secret_keys,
+        page_approvals=page_approvals,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .._exceptions import InvalidInput, OperationFailed
 from .._text import clip
 from ..failures import (
+    ApprovalPending,
     BadResponse,
     Cancelled,
     CapabilityFailed,
@@ -102,6 +103,8 @@ def _describe(failure: Failure) -> str:
             return (
                 f"All {capacity} sandbox slots stayed busy for {waited_ms} ms, so the program did not run. Retry later."
             )
+        case InvalidArguments(message=message, tool=tool, advice=str(advice)):
+            return f"{_with_detail(f'The {_clip(tool, 64)} call was refused', message)} {advice}"
         case InvalidArguments(message=message, tool="execute"):
             told = _with_detail("The execute call was malformed", message)
             return f'{told} Call it with {{"code": "<a Python program>"}} and nothing else.'
@@ -111,6 +114,12 @@ def _describe(failure: Failure) -> str:
         case SuspensionFailed(suspension_id=suspension_id, reason=reason):
             which = _clip(suspension_id, 80) if suspension_id else "of this tool call"
             return f"The paused run {which} cannot continue: {_RESUME_REFUSALS[reason]} Nothing more of it ran."
+        case ApprovalPending(suspension_id=suspension_id):
+            return (
+                f"The paused run {_clip(suspension_id, 80)} still waits for a person to approve or decline the "
+                "call it paused at; nothing more of it ran. Do not run the program again: ask again later the "
+                "same way, or tell the user what awaits their approval."
+            )
         case Unknown():
             return (
                 "The run failed on the host for a reason it could not classify; operations the program called "

@@ -47,6 +47,15 @@ class MemorySuspensions:
         ]
         return found[:MAX_FOUND]
 
+    async def undecided(self, *, now: float, limit: int) -> list[StoredSuspension]:
+        """Unexpired, undecided, unclaimed suspensions of every session, oldest first, at most ``limit``."""
+        waiting = (
+            known
+            for known in self._held.values()
+            if known.expires_at > now and known.decision is None and not known.claimed
+        )
+        return [known for _, known in zip(range(limit), waiting, strict=False)]
+
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
         """Set the decision of an unexpired, undecided, unclaimed suspension."""
         known = self._held.get(suspension_id)

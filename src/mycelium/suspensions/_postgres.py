@@ -83,6 +83,17 @@ class PostgresSuspensions(PostgresTable):
         )
         return [from_row(row) for row in rows]
 
+    async def undecided(self, *, now: float, limit: int) -> list[StoredSuspension]:
+        """Unexpired, undecided, unclaimed suspensions of every session, oldest first, at most ``limit``."""
+        pool = await self._connected()
+        rows = await pool.fetch(
+            f"SELECT {COLUMNS} FROM {self._table} WHERE expires_at > $1 AND decision IS NULL AND NOT claimed"
+            " ORDER BY stored LIMIT $2",
+            now,
+            limit,
+        )
+        return [from_row(row) for row in rows]
+
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
         """Set the decision of an unexpired, undecided, unclaimed suspension with one conditional update."""
         pool = await self._connected()

@@ -49,6 +49,8 @@ class Suspension:
     handed_off: bool = False
     """The run was paused because its host handed it off (a server stopping), not for a person:
     nobody decides it; resuming it with no decision goes on, this call going through the gate afresh."""
+    requester: str | None = None
+    """Whom the run's session acts for, as its host named it (``Session.requester``)."""
 
     def to_json(self) -> dict[str, JsonValue]:
         """The pending call as JSON, for an approval screen or a framework's approval request.
@@ -127,6 +129,8 @@ class SuspensionRecord:
     (which names no suspension) decides only a first pause, never this one."""
     claimed: bool = False
     """A tombstone's record (see :meth:`tombstone`): it was claimed, and resumes nothing."""
+    requester: str | None = None
+    """Whom the run's session acts for (``Session.requester``): shown to the person who decides."""
 
     def tombstone(self) -> SuspensionRecord:
         """What is kept of this record once it is claimed: who it was and a digest of its program,
@@ -160,6 +164,7 @@ class SuspensionRecord:
             session_id=self.session_id,
             expires_at=datetime.fromtimestamp(self.expires_at, UTC),
             handed_off=first.handed_off,
+            requester=self.requester,
         )
 
 

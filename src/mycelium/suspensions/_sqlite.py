@@ -95,6 +95,17 @@ class SqliteSuspensions:
         )
         return [from_row(row) for row in rows]
 
+    async def undecided(self, *, now: float, limit: int) -> list[StoredSuspension]:
+        """Unexpired, undecided, unclaimed suspensions of every session, oldest first, at most ``limit``."""
+        rows = await self._run(
+            lambda db: db.execute(
+                f"SELECT {COLUMNS} FROM suspensions WHERE expires_at > ? AND decision IS NULL AND claimed = 0"
+                " ORDER BY rowid LIMIT ?",
+                (now, limit),
+            ).fetchall()
+        )
+        return [from_row(row) for row in rows]
+
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
         """Set the decision of an unexpired, undecided, unclaimed suspension with one conditional update."""
         changed = await self._run(

@@ -91,6 +91,11 @@ class SuspensionStore(Protocol):
         expired ones too (until they are purged); at most :data:`MAX_FOUND` of them."""
         ...
 
+    async def undecided(self, *, now: float, limit: int) -> list[StoredSuspension]:
+        """Suspensions of every session that are unexpired, undecided and unclaimed, oldest stored
+        first; at most ``limit`` of them. What an approval screen lists."""
+        ...
+
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
         """Set the decision of an unexpired, undecided, unclaimed suspension in one atomic step.
 

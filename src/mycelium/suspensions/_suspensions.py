@@ -171,6 +171,18 @@ class Suspensions:
         record = await self._pending_record(suspension_id, session_id)
         return record.suspension() if record is not None else None
 
+    async def undecided(self, limit: int) -> list[Suspension]:
+        """Up to ``limit`` suspensions of any session that wait for a person's decision, oldest first,
+        for an approval screen. A handed-off run (nobody decides it) and a record failing its seal
+        are left out. Raises :class:`StoreUnavailable` when the store fails."""
+        found = await self.stored(lambda: self.store.undecided(now=_records.now(), limit=limit))
+        waiting = []
+        for stored in found:
+            record = await self.unseal(stored)
+            if record is not None and _waits(record) and not record.handed_off:
+                waiting.append(record.suspension())
+        return waiting
+
     async def decide(self, suspension_id: str, approved: bool, session_id: str | None) -> bool:
         """Record a person's decision on an undecided, unexpired, unclaimed suspension of ``session_id``;
         whether it was. A handed-off run waits for nobody's decision: none is recorded for it."""
@@ -179,6 +191,18 @@ class Suspensions:
             return False
         sealed = self.seal_decision(suspension_id, approved)
         return await self.stored(lambda: self.store.decide(suspension_id, sealed, now=_records.now()))
+
+    async def decide_as_approver(self, suspension_id: object, approved: bool) -> bool:
+        """Record the decision of a person who decides for every session (an approval page) on an
+        undecided, unexpired, unclaimed suspension; whether it was recorded (``False`` also for an
+        id that names none)."""
+        if not isinstance(suspension_id, str):
+            return False
+        stored = await self.stored(lambda: self.store.get(suspension_id))
+        record = await self.unseal(stored) if stored is not None else None
+        if record is None:
+            return False
+        return await self.decide(suspension_id, approved, record.session_id)
 
     async def discard(self, suspension_id: str, session_id: str | None) -> bool:
         """Drop an unexpired, unclaimed suspension of ``session_id`` unresumed; whether this call dropped it.
@@ -236,6 +260,7 @@ class Suspensions:
             "logs": list(record.logs),
             "resumed": record.resumed,
             "claimed": record.claimed,
+            "requester": record.requester,
         }
         body = frame(_RECORD_MAGIC, header, record.state)
         return StoredSuspension(
@@ -272,6 +297,7 @@ class Suspensions:
                 resumed=header["resumed"] is True,
                 # Records sealed before tombstones existed say nothing of it: they were all unclaimed.
                 claimed=header.get("claimed", False) is True,
+                requester=_text_or_none(header.get("requester")),  # records of earlier releases name nobody
             )
         except (ValueError, TypeError, KeyError):
             return None  # sealed by us yet unreadable: a record of another version
@@ -294,6 +320,10 @@ class Suspensions:
             hmac.compare_digest(mac, hmac.new(key, data, hashlib.sha256).digest())
             for key in (self.key, *self.previous_keys)
         )
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _waits(record: SuspensionRecord) -> bool:
