@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import enum
+import pathlib
 
 import pytest
 from hypothesis import given
@@ -130,3 +133,28 @@ def test_a_string_check_refuses_strings_and_keys_wherever_they_are() -> None:
         with pytest.raises(NotJson, match="is refused"):
             json_size(value, strings=refuse)
     json_size(["ok"] * 40, strings=refuse)
+
+
+@pytest.mark.parametrize(
+    ("value", "fix"),
+    [
+        (datetime.datetime(2026, 1, 2, 3, 4), ".isoformat()"),
+        (datetime.date(2026, 1, 2), ".isoformat()"),
+        (datetime.time(3, 4), ".isoformat()"),
+        (datetime.timedelta(seconds=3), ".total_seconds()"),
+        ({1, 2}, "sorted(...)"),
+        (frozenset({1}), "sorted(...)"),
+        (b"ab", ".decode()"),
+        (bytearray(b"ab"), "base64.b64encode(...).decode()"),
+        (decimal.Decimal("1.5"), "str(...)"),
+        (1j, "[z.real, z.imag]"),
+        (pathlib.PurePosixPath("/a"), "str(...)"),
+        ({1: "one"}, "str(key)"),
+        (float("nan"), "send None instead"),
+    ],
+)
+def test_a_value_that_is_not_json_says_how_to_make_it_json(value: object, fix: str) -> None:
+    with pytest.raises(NotJson) as refused:
+        json_size({"at": [value]})
+    assert str(refused.value).startswith("the value at /at/0")
+    assert fix in str(refused.value)

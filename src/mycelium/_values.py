@@ -51,6 +51,27 @@ _FLAT_MIN = 32  # shorter containers are cheaper to walk than to measure in C
 _FLAT_SLICE = 4_096
 _MAX_WHERE_CHARS = 120
 _quoted = json.encoder.encode_basestring
+_AS_TEXT = "write it as text with .isoformat()"
+_AS_LIST = "make it a list with sorted(...), or list(...) if its items cannot be compared"
+_AS_BYTES = "make it text with .decode(), or base64.b64encode(...).decode() if it is not text"
+# How to turn the values programs most often send by mistake into JSON, by type name: a
+# guest's values reach the host as the host's own types.
+_FIXES = {
+    "datetime": _AS_TEXT,
+    "date": _AS_TEXT,
+    "time": _AS_TEXT,
+    "timedelta": "make it a number of seconds with .total_seconds()",
+    "set": _AS_LIST,
+    "frozenset": _AS_LIST,
+    "bytes": _AS_BYTES,
+    "bytearray": _AS_BYTES,
+    "Decimal": "make it text with str(...) to keep every digit, or a number with float(...)",
+    "complex": "send its parts: [z.real, z.imag]",
+    "PurePosixPath": "make it text with str(...)",
+    "PosixPath": "make it text with str(...)",
+}
+_NOUNS = {"MontyClassProxy": "an object of a class the program defined"}  # what Monty hands over for one
+_FIX_OBJECT = 'build a dict of the fields it needs instead ({"name": item.name, ...})'
 
 StringCheck: TypeAlias = Callable[[str], "str | None"]
 """Reads one string of a value; returns why it is refused (completing "the value at /x ..."), or ``None``."""
@@ -169,12 +190,12 @@ class _Measure:
             self._add(5 if item is False else 4)
         elif kind is float:
             if not math.isfinite(item):  # type: ignore[arg-type]
-                raise _Located(f"is {item!r}, which JSON cannot represent")
+                raise _Located(f"is {item!r}, which JSON cannot represent: send None instead")
             self._add(len(repr(item)))
         elif kind is list or kind is tuple or kind is dict:
             self._container(item, depth)  # type: ignore[arg-type]
         else:
-            raise _Located(f"is {_a(kind.__name__)}, not a JSON value")
+            raise _Located(_not_json(kind.__name__))
 
     def _container(self, item: list[object] | tuple[object, ...] | dict[object, object], depth: int) -> None:
         if depth >= MAX_JSON_DEPTH:
@@ -197,7 +218,7 @@ class _Measure:
             if type(item) is dict:
                 for key, child in item.items():
                     if type(key) is not str:
-                        raise _Located(f"has {_a(type(key).__name__)} key; JSON keys are strings")
+                        raise _Located(f"has {_a(type(key).__name__)} key; JSON keys are strings: use str(key)")
                     try:
                         self._string(key)
                         self._used += 1  # the colon
@@ -289,6 +310,14 @@ def _plain(value: object) -> bool:
 def dumps_compact(value: JsonValue) -> str:
     """Encode a checked JSON value compactly (no spaces), keeping non-ASCII text as is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _not_json(type_name: str) -> str:
+    """Why a value of type ``type_name`` is refused, and how to send it as JSON when that is known."""
+    noun = _NOUNS.get(type_name)
+    fix = _FIX_OBJECT if noun is not None else _FIXES.get(type_name)
+    told = f"is {noun or _a(type_name)}, not a JSON value"
+    return f"{told}: {fix}" if fix else told
 
 
 def _a(noun: str) -> str:

@@ -136,6 +136,25 @@ async def test_code_limit_counts_utf8_bytes_not_characters() -> None:
     assert isinstance(result.failure, InvalidArguments)
 
 
+async def test_a_program_over_the_size_bound_is_told_to_split_the_work_not_to_reshape_the_call() -> None:
+    options = ExecutionOptions(max_code_bytes=100)
+    async with Runtime(modules=[PING], sandbox=direct_sandbox(lambda b, s: 1), execution=options) as runtime:
+        async with runtime.lease() as lease:
+            result = await lease.execute_tool.run("x = 1\n" * 50)
+    assert isinstance(result.failure, InvalidArguments)
+    assert "'code' is 300 bytes; the limit is 100" in result.text
+    assert "Split the work into several smaller executes" in result.text
+    assert "keep data out of the code" in result.text
+    assert "and nothing else" not in result.text
+
+
+async def test_a_call_of_the_wrong_shape_is_still_told_the_shape_to_use() -> None:
+    async with Runtime(modules=[PING], sandbox=direct_sandbox(lambda b, s: 1)) as runtime, runtime.lease() as lease:
+        call = ToolCall(id="c", name="execute", arguments={"cod": "1"})
+        result = await lease.execute_tool.prepare(call).execute()
+    assert 'Call it with {"code": "<a Python program>"} and nothing else.' in result.text
+
+
 async def test_a_call_naming_another_tool_is_invalid_arguments() -> None:
     async with Runtime(modules=[PING], sandbox=direct_sandbox(lambda b, s: 1)) as runtime, runtime.lease() as lease:
         result = await lease.execute_tool.prepare(ToolCall(id="c", name="search", arguments={"code": "1"})).execute()

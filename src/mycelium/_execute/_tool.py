@@ -120,7 +120,8 @@ class ExecuteTool(HandedOut):
             try:
                 code = self._parse(call)
             except _BadArguments as exc:
-                return PreparedExecute._prepared(self._executor, self._hold, call.id, None, InvalidArguments(str(exc)))
+                failure = InvalidArguments(str(exc), advice=exc.advice)
+                return PreparedExecute._prepared(self._executor, self._hold, call.id, None, failure)
             return PreparedExecute._prepared(self._executor, self._hold, call.id, code, None)
 
     async def run(self, code: str, tool_call_id: str | None = None, signal: AbortSignal | None = None) -> ToolResult:
@@ -177,9 +178,17 @@ class ExecuteTool(HandedOut):
         except UnicodeEncodeError:
             raise _BadArguments("'code' is not Unicode text: it holds a lone surrogate") from None
         if size > self._max_code_bytes:
-            raise _BadArguments(f"'code' is {size} bytes; the limit is {self._max_code_bytes}")
+            raise _BadArguments(f"'code' is {size} bytes; the limit is {self._max_code_bytes}", advice=_SPLIT_THE_WORK)
         return code
 
 
+_SPLIT_THE_WORK = (
+    "Split the work into several smaller executes, and keep data out of the code: "
+    "let the program read it with an operation instead of writing it into the program."
+)
+
+
 class _BadArguments(Exception):
-    pass
+    def __init__(self, message: str, *, advice: str | None = None) -> None:
+        super().__init__(message)
+        self.advice = advice
