@@ -30,9 +30,9 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "mycelium.cli": ["cli", "main"],
     "mycelium.failures": [
-        "ApprovalPending", "BadResponse", "Cancelled", "CapabilityFailed", "DeadlineExceeded", "Failure", "FailureEvidence",
-        "GuestException", "InvalidArguments", "InvalidResult", "MODEL_FIXABLE", "ResultTooLarge", "ResumeRefusal",
-        "SandboxBusy", "SandboxError", "SuspensionFailed", "SyntaxFailure", "TransportLost", "Unknown",
+        "ApprovalPending", "BadResponse", "Cancelled", "CapabilityFailed", "DeadlineExceeded", "Failure",
+        "FailureEvidence", "GuestException", "InvalidArguments", "InvalidResult", "MODEL_FIXABLE", "ResultTooLarge",
+        "ResumeRefusal", "SandboxBusy", "SandboxError", "SuspensionFailed", "SyntaxFailure", "TransportLost", "Unknown",
     ],
     "mycelium.integrations": ["MODEL_FIXABLE", "model_output"],
     "mycelium.integrations.langchain": ["Approval", "MyceliumTool", "mycelium_tool"],
