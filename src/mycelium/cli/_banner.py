@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from ._approvals import APPROVER_TOKEN_ENV
 from ._target import Target
 
 TOKEN_ENV = "MYCELIUM_TOKEN"
@@ -30,10 +31,12 @@ def print_banner(
     token_source: str,
     cwd: str,
     store: str | None = None,
+    approvals: tuple[str, str, str] | None = None,
 ) -> None:
     """Print how to reach the server at ``url``; ``token_source`` says whether the token may be shown.
 
-    ``store`` names the store this replica shares (its password already masked), if any.
+    ``store`` names the store this replica shares (its password already masked), if any;
+    ``approvals`` the approvals page's URL, its approver token and where that came from.
     """
     if token_source == "generated":
         shown, note = token, f"generated for this run; set {TOKEN_ENV} to choose one"
@@ -50,6 +53,15 @@ def print_banner(
     out.print(f"  Token  {escape(shown)}  [dim]({escape(note)})[/]")
     if store is not None:
         out.print(f"  Store  {escape(store)}  [dim](connections and paused runs, shared with every replica)[/]")
+    if approvals is not None:
+        page, approver, source = approvals
+        origin = APPROVER_TOKEN_ENV if source == "env" else "--approver-token"
+        told = (
+            f"{escape(approver)}  [dim](approver token, generated; set {APPROVER_TOKEN_ENV} to choose one)[/]"
+            if source == "generated"
+            else f"(approver token not shown)  [dim](from {origin})[/]"
+        )
+        out.print(f"  Approvals  {escape(page)}  {told}")
     out.print()
     out.print("[bold]MCP Inspector[/] (command line):")
     inspector = (

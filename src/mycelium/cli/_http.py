@@ -34,6 +34,7 @@ from ..mcp import (
     bearer_tokens,
     create_mcp,
 )
+from ._approvals import APPROVALS_PATH, ApprovalsPage
 from ._banner import print_banner
 from ._console import logger
 from ._front import Front, Health, Probe
@@ -68,6 +69,10 @@ class HttpOptions:
     allow_hosts: Sequence[str]
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
     """How long a stop waits for the requests in flight before cancelling them."""
+    approver_token: str = ""
+    """The approvals page's login (``/approvals``, when the catalog pauses runs)."""
+    approver_token_source: str = "generated"
+    """"generated", "env" or "option": whether the banner may show the approver token."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,12 @@ async def serve_http(
 ) -> None:
     """Serve ``catalog`` until a signal stops it; the banner goes to ``out``. Raises :class:`ServeError`."""
     host, token, allow_hosts = http.host, http.token, http.allow_hosts
+    suspensions = catalog.suspensions
+    page = (
+        None
+        if suspensions is None
+        else ApprovalsPage(suspensions, approver_token=http.approver_token, agent_tokens=[token])
+    )
     server = create_mcp(
         catalog=catalog,
         authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}),
@@ -104,6 +115,7 @@ async def serve_http(
         ],
         # Without a ring the server seals under a key of this process, which is right for one replica.
         secret_keys=replica.secret_keys if replica is not None else None,
+        page_approvals=page is not None,
     )
     sock = _bind(host, http.port)
     bound_port = sock.getsockname()[1]
@@ -127,10 +139,16 @@ async def serve_http(
                 token_source=http.token_source,
                 cwd=os.getcwd(),
                 store=replica.store if replica is not None else None,
+                approvals=None
+                if page is None
+                else (url.removesuffix(MCP_PATH) + APPROVALS_PATH, http.approver_token, http.approver_token_source),
             )
             yield
 
-    web_app = Starlette(routes=[Route(MCP_PATH, _AsgiEndpoint(server))], lifespan=lifespan)
+    routes = [Route(MCP_PATH, _AsgiEndpoint(server))]
+    if page is not None:  # its own login, outside /mcp
+        routes += [Route(APPROVALS_PATH, page), Route(f"{APPROVALS_PATH}/{{action}}", page)]
+    web_app = Starlette(routes=routes, lifespan=lifespan)
     front = Front(web_app, Health(replica.probe if replica is not None else None))
     web = _Uvicorn(
         uvicorn.Config(

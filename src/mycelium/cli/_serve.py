@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..mcp import McpCatalog, McpCatalogProvider
+from ._approvals import APPROVER_TOKEN_ENV
 from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._banner import TOKEN_ENV
 from ._console import logger, logging_to
@@ -98,6 +99,17 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    approver_token: Annotated[
+        str | None,
+        typer.Option(
+            envvar=APPROVER_TOKEN_ENV,
+            show_envvar=True,
+            help="The login of the approvals page at /approvals (HTTP, when the app pauses runs for approval), "
+            "where a person approves or declines what waits. Never the agents' token. Without one, a token "
+            "is generated and printed.",
+            show_default=False,
+        ),
+    ] = None,
     drain_seconds: Annotated[
         int,
         typer.Option(
@@ -133,6 +145,15 @@ def serve(
     token_source = "generated" if token is None else "env" if from_env else "option"
     if token is None:
         token = secrets.token_urlsafe(32)
+    approver_source = _source(ctx, "approver_token", approver_token)
+    if approver_token is not None and not approver_token.strip():
+        raise typer.BadParameter("the approver token may not be empty", param_hint="--approver-token")
+    if approver_token is not None and approver_token.strip() == token.strip():
+        raise typer.BadParameter(
+            "the approver token must differ from the agents' token: an agent must never approve its own calls",
+            param_hint=f"--approver-token / {APPROVER_TOKEN_ENV}",
+        )
+    approver_token = approver_token.strip() if approver_token is not None else secrets.token_urlsafe(32)
     try:
         shared = SharedStore.configure(store) if store is not None else None
         with logging_to(err, log_level):
@@ -141,7 +162,16 @@ def serve(
                     target,
                     transport=transport,
                     name=name,
-                    http=HttpOptions(host, port, token, token_source, tuple(allow_host or ()), drain_seconds),
+                    http=HttpOptions(
+                        host,
+                        port,
+                        token,
+                        token_source,
+                        tuple(allow_host or ()),
+                        drain_seconds,
+                        approver_token,
+                        approver_source,
+                    ),
                     out=out,
                     shared=shared,
                 ),
@@ -183,6 +213,15 @@ async def _serve_target(
         else:
             await serve_http(catalog, target=target, label=label, name=name, http=http, out=out, replica=replica)
     logger.info("stopped")
+
+
+def _source(ctx: typer.Context, parameter: str, value: str | None) -> str:
+    """Where a secret option came from: "generated" (not given), "env" or "option"."""
+    if value is None:
+        return "generated"
+    source = ctx.get_parameter_source(parameter)
+    # typer bundles its own click, so the source is compared by name.
+    return "env" if source is not None and source.name == "ENVIRONMENT" else "option"
 
 
 async def _close_unentered(catalog: McpCatalogProvider) -> None:
