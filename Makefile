@@ -10,6 +10,9 @@ NODE_SERVERS := .thirdparty
 NODE_PINS := tests/thirdparty/npm-packages.txt
 # nginx for tests/deployment (replicas behind a real proxy), from Debian's packages; a stamp in .thirdparty/.
 NGINX_STAMP := $(NODE_SERVERS)/.nginx-installed
+# Chromium for the approvals page's browser test (driven by Playwright at /usr/bin/chromium), from Debian's
+# packages; a stamp in .thirdparty/.
+CHROMIUM_STAMP := $(NODE_SERVERS)/.chromium-installed
 
 .PHONY: run test
 
@@ -18,7 +21,7 @@ run: $(VENV)/.run-installed
 	$(BIN)/python examples/quickstart.py
 	$(BIN)/mycelium serve examples/notes_app.py
 
-test: $(VENV)/.dev-installed $(NODE_SERVERS)/.installed $(NGINX_STAMP)
+test: $(VENV)/.dev-installed $(NODE_SERVERS)/.installed $(NGINX_STAMP) $(CHROMIUM_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -n auto  # a worker per core, each with its own temp folders and its own PostgreSQL
@@ -58,4 +61,18 @@ $(NGINX_STAMP):
 		touch $@; \
 	else \
 		echo "apt-get install nginx failed: tests/deployment will skip"; \
+	fi
+
+# Chromium from Debian's packages, the same way: Playwright's own browser download is not used. Without it
+# tests/cli/test_approvals_page.py skips and says why; nothing else depends on it.
+$(CHROMIUM_STAMP):
+	@mkdir -p $(NODE_SERVERS)
+	@if [ -x /usr/bin/chromium ]; then \
+		touch $@; \
+	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+		echo "chromium not found and not root with apt-get: the approvals page's browser test will skip"; \
+	elif apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; then \
+		touch $@; \
+	else \
+		echo "apt-get install chromium failed: the approvals page's browser test will skip"; \
 	fi

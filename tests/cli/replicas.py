@@ -83,7 +83,14 @@ class Replica:
 
 def replica_env(data_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a replica: the test's own, with the tests' token and none of the replica settings."""
-    dropped = ("MYCELIUM_TOKEN", "MYCELIUM_STORE", "MYCELIUM_SECRET_KEY", "MYCELIUM_SECRET_KEY_FILE", "FORCE_COLOR")
+    dropped = (
+        "MYCELIUM_TOKEN",
+        "MYCELIUM_STORE",
+        "MYCELIUM_SECRET_KEY",
+        "MYCELIUM_SECRET_KEY_FILE",
+        "MYCELIUM_APPROVER_TOKEN",
+        "FORCE_COLOR",
+    )
     env = {key: value for key, value in os.environ.items() if key not in dropped}
     env.update({"MYCELIUM_DATA_DIR": str(data_dir), "MYCELIUM_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"})
     env.update(extra or {})
