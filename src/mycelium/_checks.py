@@ -101,7 +101,10 @@ async def _acquired_modules(
         try:
             revision = await capabilities.capture(tasks)
         except (MyceliumSourceError, DefinitionError) as exc:
-            findings.append(Finding("error", "source", source.id, str(exc)))
+            # A source's own account, written to be shown (an upstream server's, secrets removed), says
+            # what to do; whatever else it raised stays behind its type.
+            shown = exc.__cause__ if isinstance(exc.__cause__, MyceliumSourceError) else exc
+            findings.append(Finding("error", "source", source.id, str(shown)))
         else:
             try:
                 modules = [module for snapshot in revision.snapshots for module in snapshot.modules]

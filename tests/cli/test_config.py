@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 from typer.testing import CliRunner
 
 from mycelium.cli import cli
+from mycelium.cli._target import choose_target
 from mycelium.mcp._config import McpConfigError, UpstreamConfig, parse_config, read_config
 from tests.cli.test_serve import connected, server_env, serving, text_of
 from tests.support.apps import tally_server
@@ -138,6 +139,30 @@ def test_variables_in_values_come_from_the_environment_with_optional_defaults() 
         (servers(gh={"command": "x", "confirmDestructive": "yes"}), "confirmDestructive must be true or false"),
         (servers(gh={"command": "x", "envFile": ".env"}), "server 'gh': field 'envFile' is not one Mycelium reads"),
         (servers(gh={"comand": SECRET}), "server 'gh': field 'comand' is not one Mycelium reads"),
+        (
+            servers(gh={"command": "x", "connectTimeoutMs": "60000"}),
+            "server 'gh': connectTimeoutMs must be a whole number of milliseconds",
+        ),
+        (
+            servers(gh={"command": "x", "connectTimeoutMs": 0}),
+            "server 'gh': connectTimeoutMs must be a whole number of milliseconds",
+        ),
+        (
+            servers(gh={"command": "x", "callTimeoutMs": -5}),
+            "server 'gh': callTimeoutMs must be a whole number of milliseconds",
+        ),
+        (
+            servers(gh={"command": "x", "callTimeoutMs": True}),
+            "server 'gh': callTimeoutMs must be a whole number of milliseconds",
+        ),
+        (
+            servers(gh={"command": "x", "connectTimeoutMs": 3_600_001}),
+            "server 'gh': connectTimeoutMs must be a whole number of milliseconds",
+        ),
+        (
+            servers(gh={"command": "x", "connectTimeoutMs": 1.5}),
+            "server 'gh': connectTimeoutMs must be a whole number of milliseconds",
+        ),
     ],
 )
 def test_each_config_error_names_the_server_key_and_field_and_no_secret(
@@ -147,6 +172,21 @@ def test_each_config_error_names_the_server_key_and_field_and_no_secret(
         parse_config(document, base=tmp_path, environ={})
     assert expected in str(raised.value)
     assert SECRET not in str(raised.value)
+
+
+def test_a_servers_own_connect_and_call_timeouts_are_read_in_milliseconds_and_timeout_stays_another_agents(
+    tmp_path: Path,
+) -> None:
+    document = servers(
+        slow={"command": "npx", "connectTimeoutMs": 120_000, "callTimeoutMs": 30_000, "timeout": 60},
+        quick={"url": "https://tracker.example/mcp", "connectTimeoutMs": 2_000},
+        plain={"command": "x", "timeout": 5},
+    )
+    plain, quick, slow = parse_config(document, base=tmp_path, environ={})
+    assert (slow.connect_timeout_ms, slow.call_timeout_ms) == (120_000, 30_000)
+    assert (quick.connect_timeout_ms, quick.call_timeout_ms) == (2_000, None)
+    # Cline's timeout is in seconds and Claude Code's in milliseconds, per call: read as neither.
+    assert (plain.connect_timeout_ms, plain.call_timeout_ms) == (None, None)
 
 
 def test_a_config_file_that_is_not_json_or_has_a_key_twice_is_refused_without_quoting_it(tmp_path: Path) -> None:
@@ -189,12 +229,19 @@ def test_a_verb_takes_app_or_config_exactly_once_as_a_usage_error(args: list[str
     assert expected in result.stderr
 
 
+def test_connect_timeout_without_config_is_a_usage_error_saying_it_is_for_config_servers() -> None:
+    result = invoke("exec", "app.py", "-c", "return 1", "--connect-timeout", "30")
+    assert result.exit_code == 2, result.output
+    assert "applies to the servers of --config FILE" in result.stderr
+
+
 @pytest.mark.parametrize("verb", ["serve", "exec", "describe", "search", "check"])
 def test_every_verbs_help_offers_config_instead_of_app(verb: str) -> None:
     result = invoke(verb, "--help")
     assert result.exit_code == 0
     assert "--config FILE" in result.stdout
     assert "mcpServers" in result.stdout
+    assert "--connect-timeout SECONDS" in result.stdout
 
 
 def test_a_bad_config_is_one_line_naming_the_file_and_field_with_exit_code_2_and_no_secret(tmp_path: Path) -> None:
@@ -317,6 +364,50 @@ def test_a_server_that_cannot_start_fails_naming_it_unless_optional_and_prints_n
     assert "'broken' is skipped" in skipped.stderr
     for result in (failed, checked, skipped):
         assert SECRET not in result.output
+
+
+def hanging_server(folder: Path, name: str) -> str:
+    """An executable called ``name`` that starts a server which never answers ``initialize``, like npx downloading."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} {HANGING_SERVERS} hang\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+HANGING_SERVERS = ROOT / "tests" / "mcp" / "upstream" / "servers.py"
+
+
+def test_a_server_slow_to_start_is_bounded_by_connect_timeout_and_told_how_to_get_it_started(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps(servers(slow={"command": hanging_server(tmp_path / "bin", "npx"), "args": [SECRET]})))
+    result = invoke("exec", "--config", str(config), "--connect-timeout", "0.3", "-c", "return 1")
+    assert result.exit_code == 1, result.output
+    assert "no answer within connect_timeout_ms=300 while connecting and initializing" in result.stderr
+    assert "npx may still be downloading the server on its first start" in result.stderr
+    assert "retry in a minute, install the package beforehand" in result.stderr
+    assert "connectTimeoutMs" in result.stderr
+    assert "--connect-timeout SECONDS" in result.stderr
+    assert SECRET not in result.output
+
+
+def test_a_servers_own_connect_timeout_wins_over_the_command_lines(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    entry = {"command": hanging_server(tmp_path / "bin", "slow-server"), "connectTimeoutMs": 200}
+    config.write_text(json.dumps(servers(slow=entry)))
+    result = invoke("check", "--config", str(config), "--connect-timeout", "600")
+    assert result.exit_code == 1, result.output
+    assert "no answer within connect_timeout_ms=200" in result.stdout
+    # Not a launcher that downloads: the advice is to check the server itself.
+    assert "check that the server starts and answers, then retry" in result.stdout
+
+
+def test_the_stdio_launch_config_keeps_a_connect_timeout_given_on_the_command_line(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    target, _ = choose_target(None, config, connect_timeout=90)
+    assert target.launch_args() == ["--config", str(config.resolve()), "--connect-timeout", "90"]
+    default, _ = choose_target(None, config)
+    assert default.launch_args() == ["--config", str(config.resolve())]
 
 
 @asynccontextmanager

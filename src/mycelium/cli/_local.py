@@ -28,7 +28,7 @@ from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._console import logging_to, say, say_marked, show
 from ._owned import LOCAL_PRINCIPAL
 from ._owner import as_owner, run_program
-from ._target import CONFIG_OPTION, Target, choose_target
+from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
 
 T = TypeVar("T")
 
@@ -47,6 +47,7 @@ def exec_(
         typer.Argument(metavar="FILE", help="A file holding the program, or - for stdin.", show_default=False),
     ] = None,
     config: Annotated[Path | None, CONFIG_OPTION] = None,
+    connect_timeout: Annotated[float | None, CONNECT_TIMEOUT_OPTION] = None,
     code: Annotated[str | None, typer.Option("--code", "-c", help="The program itself.", show_default=False)] = None,
     approve: Annotated[
         bool, typer.Option(help="Approve every operation that asks a person first, without asking.")
@@ -56,7 +57,7 @@ def exec_(
 
     With --config FILE, the one argument is the program's FILE: exec --config FILE [FILE].
     """
-    target, (file,) = choose_target(app, config, file)
+    target, (file,) = choose_target(app, config, file, connect_timeout=connect_timeout)
     if (code is None) == (file is None):
         raise typer.BadParameter("give the program once: --code CODE, a FILE, or - for stdin", param_hint="FILE")
     if code is None:
@@ -79,12 +80,13 @@ def describe(
         ),
     ] = None,
     config: Annotated[Path | None, CONFIG_OPTION] = None,
+    connect_timeout: Annotated[float | None, CONNECT_TIMEOUT_OPTION] = None,
 ) -> None:
     """Print the execute tool's description, or the stub of an operation or namespace.
 
     With --config FILE, the one argument is the PATH: describe --config FILE [PATH].
     """
-    target, (path,) = choose_target(app, config, path)
+    target, (path,) = choose_target(app, config, path, connect_timeout=connect_timeout)
     if path is None:
         say(_run_local(lambda: _description(target)).text)
     else:
@@ -102,6 +104,7 @@ def search(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=50, help="How many results.")] = 8,
     config: Annotated[Path | None, CONFIG_OPTION] = None,
+    connect_timeout: Annotated[float | None, CONNECT_TIMEOUT_OPTION] = None,
 ) -> None:
     """Print the operations discovery ranks first for QUERY, best first (search --config FILE QUERY, too).
 
@@ -112,7 +115,7 @@ def search(
     if config is not None and app is not None:  # with --config, every argument is a phrasing
         phrasings.insert(0, app)
         app = None
-    target, _ = choose_target(app, config)
+    target, _ = choose_target(app, config, connect_timeout=connect_timeout)
     if not phrasings:
         raise typer.BadParameter("say what you need", param_hint="QUERY")
     asked: JsonValue = phrasings[0] if len(phrasings) == 1 else [*phrasings]
@@ -127,6 +130,7 @@ def check(
     app: Annotated[str | None, APP_ARGUMENT] = None,
     strict: Annotated[bool, typer.Option(help="Fail (exit code 1) on warnings too, not only on errors.")] = False,
     config: Annotated[Path | None, CONFIG_OPTION] = None,
+    connect_timeout: Annotated[float | None, CONNECT_TIMEOUT_OPTION] = None,
 ) -> None:
     """Report what in APP's catalog a model would stumble over: errors, warnings and notes.
 
@@ -135,7 +139,7 @@ def check(
     Warnings: an operation without a description, a description over budget, an operation
     without an output type. Exit code 1 when there is an error (or, with --strict, a warning).
     """
-    target, _ = choose_target(app, config)
+    target, _ = choose_target(app, config, connect_timeout=connect_timeout)
     findings = _against_app(lambda: _findings(target))
     for finding in findings:
         colour = {"error": "bold red", "warning": "yellow", "note": "cyan"}[finding.severity]

@@ -31,7 +31,7 @@ from ._console import logger, logging_to
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
-from ._target import CONFIG_OPTION, Target, choose_target
+from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
 
 
 class Transport(enum.StrEnum):
@@ -54,6 +54,7 @@ def serve(
         ),
     ] = None,
     config: Annotated[Path | None, CONFIG_OPTION] = None,
+    connect_timeout: Annotated[float | None, CONNECT_TIMEOUT_OPTION] = None,
     host: Annotated[str, typer.Option(help="Interface to listen on (HTTP).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on (HTTP); 0 picks a free one.")] = 8000,
     transport: Annotated[
@@ -126,7 +127,7 @@ def serve(
     format Claude Desktop, Claude Code and Cursor use); the person running this command owns
     them all. The config's secrets (env, headers) are never printed.
     """
-    target, _ = choose_target(app, config)
+    target, _ = choose_target(app, config, connect_timeout=connect_timeout)
     err = Console(stderr=True, soft_wrap=True)
     # In stdio mode stdout carries the protocol, so everything for people goes to stderr.
     out = err if transport is Transport.stdio else Console(soft_wrap=True)

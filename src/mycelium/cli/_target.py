@@ -12,7 +12,8 @@ from pathlib import Path
 import typer
 
 from ..mcp import McpCatalogProvider
-from ..mcp._config import McpConfigError, create_config_catalog, read_config
+from ..mcp._config import MAX_TIMEOUT_MS, McpConfigError, create_config_catalog, read_config
+from ..mcp._upstream import DEFAULT_CONNECT_TIMEOUT_MS
 from ._apps import AppError, load_catalog, parse_app
 
 CONFIG_OPTION = typer.Option(
@@ -24,6 +25,19 @@ CONFIG_OPTION = typer.Option(
     dir_okay=False,
     show_default=False,
 )
+CONNECT_TIMEOUT_ENV = "MYCELIUM_CONNECT_TIMEOUT"
+CONNECT_TIMEOUT_OPTION = typer.Option(
+    "--connect-timeout",
+    metavar="SECONDS",
+    envvar=CONNECT_TIMEOUT_ENV,
+    show_envvar=True,
+    min=0.001,
+    max=MAX_TIMEOUT_MS / 1000,
+    help=f"With --config: how long each server may take to start and list its tools (default "
+    f"{DEFAULT_CONNECT_TIMEOUT_MS // 1000}), unless its entry sets connectTimeoutMs. A server that npx or uvx "
+    "downloads on its first start may need a minute.",
+    show_default=False,
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +46,8 @@ class Target:
 
     app: str | None = None
     config: Path | None = None
+    connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
+    """With ``config``: the bound on connecting to each server whose entry sets none."""
 
     async def load(self) -> tuple[McpCatalogProvider, str]:
         """The catalog, and how to name it to a person (no secret). Raises :class:`AppError`."""
@@ -40,7 +56,7 @@ class Target:
             return await load_catalog(self.app), self.app
         try:
             servers = read_config(self.config)
-            catalog = create_config_catalog(servers)
+            catalog = create_config_catalog(servers, connect_timeout_ms=self.connect_timeout_ms)
         except McpConfigError as exc:
             raise AppError(f"{self.config}: {exc}") from None
         keys = [key if key.isprintable() else repr(key) for key in (server.key for server in servers)]
@@ -52,18 +68,34 @@ class Target:
         if self.config is None:
             assert self.app is not None
             return [_app_for_launch(self.app)]
-        return ["--config", str(self.config.resolve())]
+        bound = (
+            []
+            if self.connect_timeout_ms == DEFAULT_CONNECT_TIMEOUT_MS
+            else ["--connect-timeout", f"{self.connect_timeout_ms / 1000:g}"]
+        )
+        return ["--config", str(self.config.resolve()), *bound]
 
 
-def choose_target(app: str | None, config: Path | None, *rest: str | None) -> tuple[Target, tuple[str | None, ...]]:
-    """``APP`` or ``--config FILE``, exactly one; with ``--config`` the arguments after APP move up one place."""
+def choose_target(
+    app: str | None, config: Path | None, *rest: str | None, connect_timeout: float | None = None
+) -> tuple[Target, tuple[str | None, ...]]:
+    """``APP`` or ``--config FILE``, exactly one; with ``--config`` the arguments after APP move up one place.
+
+    ``connect_timeout`` (seconds, ``--connect-timeout``) applies to a config's servers only.
+    """
     if config is None:
         if app is None:
             raise typer.BadParameter("give APP, or --config FILE for an mcpServers config", param_hint="APP")
+        if connect_timeout is not None:
+            raise typer.BadParameter(
+                "applies to the servers of --config FILE; an app sets its sources' connect_timeout_ms itself",
+                param_hint="--connect-timeout",
+            )
         return Target(app=app), rest
     if (rest[-1] if rest else app) is not None:
         raise typer.BadParameter("give APP or --config FILE, not both", param_hint="APP / --config")
-    return Target(config=config), (app, *rest[:-1]) if rest else ()
+    bound = DEFAULT_CONNECT_TIMEOUT_MS if connect_timeout is None else max(1, round(connect_timeout * 1000))
+    return Target(config=config, connect_timeout_ms=bound), (app, *rest[:-1]) if rest else ()
 
 
 def _app_for_launch(app: str) -> str:

@@ -22,11 +22,14 @@ key (its guest name is derived from the key). Fields:
 - ``${NAME}`` and ``${NAME:-default}`` in any string value are replaced from the environment,
   as Claude Code does, so secrets can stay out of the file.
 - ``disabled: true`` (Cline, Windsurf) leaves the server out; ``description``, ``timeout``,
-  ``autoApprove`` and ``alwaysAllow`` belong to other agents and are ignored. Any other field
-  is refused, so a misspelt one never silently does nothing.
+  ``autoApprove`` and ``alwaysAllow`` belong to other agents and are ignored (``timeout`` is
+  their per-call bound, in seconds for some and milliseconds for others, so it cannot be read
+  as ours). Any other field is refused, so a misspelt one never silently does nothing.
 - Mycelium's own: ``confirmDestructive: true`` asks a person before every tool that may be
   destructive (MCP's default for a tool not marked ``readOnlyHint`` or ``destructiveHint: false``);
-  ``optional: true`` lets the others serve when this server fails to start (logged).
+  ``optional: true`` lets the others serve when this server fails to start (logged);
+  ``connectTimeoutMs`` bounds starting, initializing and listing this server (a server that
+  ``npx`` downloads on its first start may need a minute), ``callTimeoutMs`` each call of its tools.
 
 Who may do what: the config's owner, the person running ``mycelium serve --config``, gets
 write grants on every server in it. A tool's ``readOnlyHint`` only labels its access; the
@@ -56,7 +59,7 @@ from ..sandbox import Sandbox
 from ..sandbox.monty import MontySandbox
 from ._catalog import McpAuthority, McpCatalog, create_mcp_catalog
 from ._principals import Principal
-from ._upstream import mcp_source
+from ._upstream import DEFAULT_CONNECT_TIMEOUT_MS, mcp_source
 
 __all__ = [
     "McpConfigError",
@@ -71,12 +74,14 @@ _STDIO_TYPES = frozenset({"stdio"})
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamableHttp"})
 _STDIO_FIELDS = ("command", "args", "env", "cwd")
 _HTTP_FIELDS = ("url", "headers")
-_OUR_FIELDS = ("type", "confirmDestructive", "optional", "disabled")
+_OUR_FIELDS = ("type", "confirmDestructive", "optional", "disabled", "connectTimeoutMs", "callTimeoutMs")
 _OTHER_AGENTS_FIELDS = frozenset({"description", "timeout", "autoApprove", "alwaysAllow"})
 _KNOWN_FIELDS = frozenset({*_STDIO_FIELDS, *_HTTP_FIELDS, *_OUR_FIELDS}) | _OTHER_AGENTS_FIELDS
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _SHOWN_KEY = 80
+MAX_TIMEOUT_MS = 3_600_000
+"""The longest ``connectTimeoutMs`` or ``callTimeoutMs`` an entry may set: an hour."""
 
 
 class McpConfigError(ValueError):
@@ -96,6 +101,9 @@ class UpstreamConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     confirm_destructive: bool = False
     optional: bool = False
+    connect_timeout_ms: int | None = None
+    """This server's own bound on connecting and listing; ``None`` takes the catalog's default."""
+    call_timeout_ms: int | None = None
     secrets: tuple[str, ...] = ()
     """Every value taken from the environment through ``${NAME}``: kept out of everything, as env values are."""
 
@@ -161,6 +169,14 @@ class _Entry:
             raise self.error(name, f"must be true or false, not {_json_type(value)}")
         return value
 
+    def milliseconds(self, name: str) -> int | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if type(value) is not int or not 0 < value <= MAX_TIMEOUT_MS:
+            raise self.error(name, f"must be a whole number of milliseconds from 1 to {MAX_TIMEOUT_MS}")
+        return value
+
     def strings(self, name: str) -> tuple[str, ...]:
         value = self.raw.get(name, [])
         if not isinstance(value, list):
@@ -186,7 +202,7 @@ def _server(key: str, raw: object, *, base: Path, environ: Mapping[str, str]) ->
         raise entry.error(
             f"field {_shown(unknown[0])}",
             "is not one Mycelium reads (stdio: command, args, env, cwd; HTTP: url, headers; "
-            "also type, confirmDestructive, optional, disabled)",
+            "also type, confirmDestructive, optional, disabled, connectTimeoutMs, callTimeoutMs)",
         )
     if entry.flag("disabled"):
         return None
@@ -212,6 +228,7 @@ def _server(key: str, raw: object, *, base: Path, environ: Mapping[str, str]) ->
     if misplaced:
         raise entry.error(misplaced[0], f"does not apply to a {'stdio' if stdio else 'Streamable HTTP'} server")
     confirm_destructive, optional = entry.flag("confirmDestructive"), entry.flag("optional")
+    connect_timeout_ms, call_timeout_ms = entry.milliseconds("connectTimeoutMs"), entry.milliseconds("callTimeoutMs")
     if stdio:
         command = entry.string("command", raw["command"])
         if not command.strip():
@@ -235,6 +252,8 @@ def _server(key: str, raw: object, *, base: Path, environ: Mapping[str, str]) ->
             cwd=cwd,
             confirm_destructive=confirm_destructive,
             optional=optional,
+            connect_timeout_ms=connect_timeout_ms,
+            call_timeout_ms=call_timeout_ms,
             secrets=tuple(entry.substituted),  # last: every field above has been expanded
         )
     url = entry.string("url", raw["url"])
@@ -257,6 +276,8 @@ def _server(key: str, raw: object, *, base: Path, environ: Mapping[str, str]) ->
         headers=headers,
         confirm_destructive=confirm_destructive,
         optional=optional,
+        connect_timeout_ms=connect_timeout_ms,
+        call_timeout_ms=call_timeout_ms,
         secrets=tuple(entry.substituted),
     )
 
@@ -317,11 +338,18 @@ def _may_destroy(tool: mcp_types.Tool) -> bool:
     return hints.read_only_hint is not True and hints.destructive_hint is not False
 
 
-def config_sources(servers: Sequence[UpstreamConfig]) -> list[CapabilitySource]:
-    """One upstream source per server, with the server's key as its id (and its module's id)."""
+def config_sources(
+    servers: Sequence[UpstreamConfig], *, connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
+) -> list[CapabilitySource]:
+    """One upstream source per server, with the server's key as its id (and its module's id).
+
+    ``connect_timeout_ms`` bounds connecting and listing each server whose entry sets no
+    ``connectTimeoutMs`` of its own.
+    """
     sources = []
     for server in servers:
         confirm = _may_destroy if server.confirm_destructive else None
+        bound = server.connect_timeout_ms or connect_timeout_ms
         try:
             if server.command is not None:
                 made = mcp_source(
@@ -332,6 +360,8 @@ def config_sources(servers: Sequence[UpstreamConfig]) -> list[CapabilitySource]:
                     cwd=server.cwd,
                     confirm=confirm,
                     optional=server.optional,
+                    connect_timeout_ms=bound,
+                    call_timeout_ms=server.call_timeout_ms,
                     secrets=server.secrets,
                 )
             else:
@@ -341,6 +371,8 @@ def config_sources(servers: Sequence[UpstreamConfig]) -> list[CapabilitySource]:
                     headers=server.headers,
                     confirm=confirm,
                     optional=server.optional,
+                    connect_timeout_ms=bound,
+                    call_timeout_ms=server.call_timeout_ms,
                     secrets=server.secrets,
                 )
         except ValueError as exc:
@@ -355,18 +387,20 @@ def create_config_catalog(
     *,
     sandbox: Sandbox | None = None,
     semantic: SemanticRanker | None = None,
+    connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
 ) -> McpCatalog:
     """The catalog serving every server of a config (a path, or servers already read), owner-granted.
 
     Every principal the catalog is asked about gets write grants on every server: this is
     the catalog ``mycelium serve --config`` serves to its one token holder, the config's
     owner. ``sandbox`` defaults to a :class:`~mycelium.sandbox.monty.MontySandbox`;
-    ``semantic`` adds ranking by meaning to search.
+    ``semantic`` adds ranking by meaning to search; ``connect_timeout_ms`` bounds connecting to
+    each server whose entry sets no ``connectTimeoutMs``.
     """
     read = read_config(servers) if isinstance(servers, Path | str) else tuple(servers)
     authority = McpAuthority(
         grants={server.key: "write" for server in read},
-        sources=config_sources(read),
+        sources=config_sources(read, connect_timeout_ms=connect_timeout_ms),
     )
 
     def load(principal: Principal) -> McpAuthority:

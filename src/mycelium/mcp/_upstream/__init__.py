@@ -53,7 +53,7 @@ with the query, at INFO: a host that logs at INFO quiets ``httpx2`` (``mycelium 
 does) or keeps tokens out of URLs.
 """
 
-from ._definition import mcp_source
+from ._definition import DEFAULT_CONNECT_TIMEOUT_MS, mcp_source
 from ._errors import UpstreamError
 from ._names import MAX_SEGMENT_CHARS, MAX_SEGMENTS, tool_paths
 from ._results import MAX_RESULT_CHARS
@@ -68,6 +68,7 @@ from ._source import (
 )
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_MS",
     "MAX_DESCRIPTION_CHARS",
     "MAX_LISTING_SCHEMA_CHARS",
     "MAX_LIST_PAGES",

@@ -17,6 +17,9 @@ from ...sandbox.monty._language import MONTY_LANGUAGE
 from ._names import _guest_name
 from ._source import McpSource
 
+DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+"""How long connecting, initializing and listing one server may take unless told otherwise."""
+
 
 def mcp_source(
     id: str,
@@ -31,7 +34,7 @@ def mcp_source(
     namespace: Sequence[str] = (),
     confirm: Callable[[mcp.types.Tool], bool] | None = None,
     optional: bool = False,
-    connect_timeout_ms: int = 10_000,
+    connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
     call_timeout_ms: int | None = None,
     secrets: Sequence[str] = (),
 ) -> CapabilitySource:

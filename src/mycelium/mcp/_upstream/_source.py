@@ -56,6 +56,14 @@ MAX_LISTING_SCHEMA_CHARS = 4 * 1_048_576
 
 _MAX_SSE_EVENT_BYTES = 4 * 1_048_576  # above MAX_RESULT_CHARS, so an oversized result is refused typed
 _CLIENT_INFO = mcp.types.Implementation(name="mycelium", version="1")
+_DOWNLOADING_LAUNCHERS = frozenset({"npx", "uvx", "bunx", "pnpx", "pipx", "deno", "docker"})
+"""Commands that fetch a server before running it, so a first start can outlast any usual bound."""
+
+
+def _launcher(command: str) -> str:
+    """The program's bare name, for a command given by path or with a Windows suffix."""
+    name = command.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return name.removesuffix(".cmd").removesuffix(".exe")
 
 
 class McpSource:
@@ -169,7 +177,20 @@ class McpSource:
         if signal.aborted:
             raise self._failure(f"the acquisition was cancelled while {phase}")
         timeout_ms = round(self._connect_timeout_s * 1000)
-        raise self._failure(f"no answer within connect_timeout_ms={timeout_ms} while {phase}")
+        raise self._failure(f"no answer within connect_timeout_ms={timeout_ms} while {phase}; {self._advice()}")
+
+    def _advice(self) -> str:
+        """What to do about a server that did not answer in time: a launcher may still be downloading it."""
+        raise_bound = (
+            "raise the bound (connect_timeout_ms; in an mcpServers config, the entry's connectTimeoutMs "
+            "or mycelium's --connect-timeout SECONDS)"
+        )
+        if self._command is not None and _launcher(self._command) in _DOWNLOADING_LAUNCHERS:
+            return (
+                f"{_launcher(self._command)} may still be downloading the server on its first start: retry in a "
+                f"minute, install the package beforehand, or {raise_bound}"
+            )
+        return f"check that the server starts and answers, then retry, or {raise_bound}"
 
     async def _list_tools(self, client: Client) -> list[mcp.types.Tool]:
         tools: list[mcp.types.Tool] = []
