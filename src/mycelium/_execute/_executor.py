@@ -1,8 +1,9 @@
 """A program's whole run: fresh, replayed after approval, or resumed from a pause; and how it is reported.
 
 Every outcome is a :class:`~mycelium.ToolResult`. A failure's text is safe for the model
-and carries a reference; its evidence goes to the operator (the ``mycelium`` logger and
-``on_sandbox_failure``). A run that pauses at a deferred decision is kept by the lease's
+and carries a reference; its evidence goes to the operator (the run log and
+``on_sandbox_failure``). Every call of the executor writes one line to the run log (see
+:mod:`._runlog`) when it ends, whatever the outcome. A run that pauses at a deferred decision is kept by the lease's
 :class:`~mycelium.suspensions._desk.SuspensionDesk`; one that cannot be kept goes on at once
 with its deferred calls refused, round a loop, never deeper.
 """
@@ -13,6 +14,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 
 import anyio
 
@@ -22,14 +24,11 @@ from .._hooks import notify
 from .._signals import AbortController, AbortSignal
 from .._tool_calls import ToolResult, bounded_json
 from ..failures import (
-    MODEL_FIXABLE,
     Cancelled,
-    CapabilityFailed,
     DeadlineExceeded,
     Failure,
     FailureEvidence,
     InvalidArguments,
-    SandboxError,
     SuspensionFailed,
     Unknown,
 )
@@ -39,6 +38,7 @@ from ..suspensions import StoreUnavailable, _records
 from ..suspensions._desk import ResumeRefused, SuspensionDesk
 from ..suspensions._records import SuspensionRecord, paused_calls
 from ..suspensions._suspensions import NO_SUSPENSIONS
+from ._runlog import RunLine, logged, outcome_code
 from ._services import ExecuteServices
 from ._supervisor import CALLER, Attempt, ResumedCall, Resumption, Stopped, Supervisor
 from ._view import RevisionView
@@ -72,7 +72,22 @@ class Executor:
         pause: AbortSignal | None = None,
     ) -> ToolResult:
         """Run ``code``, or resume the run this tool call paused before (see ``PreparedExecute.execute``)."""
-        attempt = Attempt(f"exec-{uuid.uuid4().hex}", tool_call_id, code, pause=pause)
+        with self._line(tool_call_id) as line:
+            return line.answered(
+                await self._execute(line, code, tool_call_id, caller_signal, approved, suspension_id, pause)
+            )
+
+    async def _execute(
+        self,
+        line: RunLine,
+        code: str,
+        tool_call_id: str | None,
+        caller_signal: AbortSignal | None,
+        approved: bool | None,
+        suspension_id: str | None,
+        pause: AbortSignal | None,
+    ) -> ToolResult:
+        attempt = Attempt(f"exec-{uuid.uuid4().hex}", tool_call_id, code, line, pause=pause)
         desk = self._desk
         if desk is not None and tool_call_id is not None:
             # A framework that replays a tool call after approval resumes the paused run.
@@ -84,7 +99,7 @@ class Executor:
             if replay is not None:
                 if replay.waiting is not None:  # still waiting: the same answer, nothing runs
                     return ToolResult(text=replay.waiting.model_text(), is_error=False, suspension=replay.waiting)
-                return await self.resume(replay.suspension_id, replay.approved, caller_signal, pause)
+                return await self._resume(line, replay.suspension_id, replay.approved, caller_signal, pause)
         if approved is not None:
             # A decision is for a paused run. With none to resume (it finished, expired and was
             # purged, or never paused), starting the program again would repeat what it did.
@@ -99,10 +114,23 @@ class Executor:
         pause: AbortSignal | None = None,
     ) -> ToolResult:
         """Continue the run paused as ``suspension_id`` (see ``ExecuteTool.resume`` for what is guaranteed)."""
-        desk = self._desk
-        if desk is None:
+        if self._desk is None:
             raise ValueError(NO_SUSPENSIONS)
-        unstarted = Attempt(None, None, "")  # for the evidence of a resume refused before it ran
+        with self._line(None) as line:
+            return line.answered(await self._resume(line, suspension_id, approved, signal, pause))
+
+    async def _resume(
+        self,
+        line: RunLine,
+        suspension_id: str,
+        approved: bool | None,
+        signal: AbortSignal | None,
+        pause: AbortSignal | None,
+    ) -> ToolResult:
+        desk = self._desk
+        assert desk is not None  # only a lease with suspensions resumes
+        line.resumed = True
+        unstarted = Attempt(None, None, "", line)  # for the evidence of a resume refused before it ran
         try:
             resumable = await desk.resumable(suspension_id, approved)
         except StoreUnavailable as exc:
@@ -117,10 +145,10 @@ class Executor:
         if resumable.approved is not None:
             decisions[record.calls[0].call] = "approved" if resumable.approved else "declined"
         claim = functools.partial(desk.claim, resumable)
-        return await self._run(*self._rest(record, decisions, record.logs, claim, pause=pause), signal)
+        return await self._run(*self._rest(line, record, decisions, record.logs, claim, pause=pause), signal)
 
     async def fail(self, attempt: Attempt, failure: Failure, cause: BaseException | None) -> ToolResult:
-        """The failed result for ``failure``, its evidence logged and handed to ``on_sandbox_failure``."""
+        """The failed result for ``failure``, its evidence handed to ``on_sandbox_failure`` and the run log."""
         result = ToolResult.failed(failure, logs=tuple(attempt.logs))
         services = self._services
         evidence = FailureEvidence(
@@ -134,27 +162,22 @@ class Executor:
             duration_ms=(anyio.current_time() - attempt.started) * 1000,
             cause=cause,
         )
-        # The program's own mistakes are routine; the rest is the operator's concern.
-        level = logging.INFO if failure.code in MODEL_FIXABLE else logging.WARNING
-        logger.log(
-            level,
-            "execute %s (tool call %s) failed: %s, reference %s",
-            evidence.execution_id,
-            evidence.tool_call_id,
-            failure.code,
-            evidence.reference,
-            # A host failure's traceback is already in the operation's own log, under the same reference.
-            exc_info=None if isinstance(cause, SandboxError) or isinstance(failure, CapabilityFailed) else cause,
-        )
+        attempt.line.failed(attempt.execution_id, result, cause)
         await notify(services.on_sandbox_failure, evidence, name="on_sandbox_failure")
         return result
 
     async def refuse(self, tool_call_id: str | None, failure: InvalidArguments) -> ToolResult:
         """The result for a call whose arguments were refused: nothing was started."""
-        return await self.fail(Attempt(None, tool_call_id, ""), failure, None)
+        with self._line(tool_call_id) as line:
+            return line.answered(await self.fail(Attempt(None, tool_call_id, "", line), failure, None))
+
+    def _line(self, tool_call_id: str | None) -> AbstractContextManager[RunLine]:
+        """The run log's line for one call of the executor, written when the call ends."""
+        return logged(RunLine(self._services.requester, tool_call_id))
 
     def _rest(
         self,
+        line: RunLine,
         record: SuspensionRecord,
         decisions: Mapping[int, Decision | None],
         logs: tuple[str, ...],
@@ -177,6 +200,7 @@ class Executor:
             record.execution_id,
             record.tool_call_id,
             record.code,
+            line,
             logs=list(logs),
             spent_ms=record.spent_ms if spent_ms is None else spent_ms,
             first_ordinal=record.next_ordinal,
@@ -202,7 +226,12 @@ class Executor:
             suspension_id=resumption.suspension_id if resumption is not None else None,
         ) as span:
             while True:
-                outcome = await self._run_part(attempt, resumption, caller_signal)
+                try:
+                    outcome = await self._run_part(attempt, resumption, caller_signal)
+                finally:
+                    execution = attempt.execution
+                    placed = execution.next_ordinal - attempt.first_ordinal if execution is not None else 0
+                    attempt.line.ran(attempt.execution_id, attempt.tool_call_id, placed)
                 if isinstance(outcome, ToolResult):
                     break
                 # Nobody can be asked: the calls that wait for a person are refused. A handoff that
@@ -211,11 +240,12 @@ class Executor:
                     call.call: None if call.handed_off else "unavailable" for call in outcome.calls
                 }
                 # The time spent trying to store the pause is the run's too.
-                attempt, resumption = self._rest(outcome, unavailable, tuple(attempt.logs), None, attempt.elapsed_ms())
+                attempt, resumption = self._rest(
+                    attempt.line, outcome, unavailable, tuple(attempt.logs), None, attempt.elapsed_ms()
+                )
             failure = outcome.failure
-            code = failure.code if failure is not None else "suspended" if outcome.suspended else "ok"
             acknowledged = failure.acknowledged if isinstance(failure, DeadlineExceeded | Cancelled) else None
-            _tracing.outcome(span, code, failed=outcome.is_error, acknowledged=acknowledged)
+            _tracing.outcome(span, outcome_code(outcome), failed=outcome.is_error, acknowledged=acknowledged)
             return outcome
 
     async def _run_part(

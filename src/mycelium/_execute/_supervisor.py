@@ -25,6 +25,7 @@ from .._values import JsonValue
 from ..failures import Cancelled, DeadlineExceeded, Failure, SandboxBusy, Unknown
 from ..sandbox import SandboxRequest
 from ..suspensions._desk import ResumeRefused
+from ._runlog import RunLine
 from ._services import ExecuteServices
 from ._view import RevisionView
 
@@ -43,6 +44,8 @@ class Attempt:
     """``None`` when nothing was started (invalid arguments)."""
     tool_call_id: str | None
     code: str
+    line: RunLine
+    """The run log's line of the executor call this attempt belongs to."""
     started: float = field(default_factory=anyio.current_time)
     logs: list[str] = field(default_factory=list)
     spent_ms: int = 0
