@@ -7,6 +7,9 @@ or a client's log pane gets plain lines that are never wrapped or padded.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import enum
+import json
 import logging
 import sys
 from collections.abc import Iterator
@@ -15,6 +18,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.markup import escape
 
+from .._execute._runlog import RUN_FIELDS
 from .._values import dumps_compact
 
 # The name people read in every log line of the command, whichever of its modules logs.
@@ -23,10 +27,41 @@ logger = logging.getLogger("mycelium.cli")
 _NOISY_LOGGERS = ("uvicorn", "mcp", "httpx", "httpx2", "sse_starlette")
 
 
+class LogFormat(enum.StrEnum):
+    """How the command writes its logs."""
+
+    text = "text"
+    json = "json"
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, the run log's fields, and the traceback.
+
+    Only the run log's fields are taken from a record's attributes: what other libraries
+    attach to their records is theirs to name, and is left out.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key in RUN_FIELDS:
+            value = getattr(record, key, None)
+            if value is not None:
+                entry[key] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=True, default=str)
+
+
 @contextlib.contextmanager
-def logging_to(console: Console, level: str) -> Iterator[None]:
+def logging_to(console: Console, level: str, log_format: LogFormat = LogFormat.text) -> Iterator[None]:
     """Send logs to ``console`` at ``level`` while serving; restore the previous set-up afterwards.
 
+    ``json`` writes one object a line on stderr, for a log shipper, terminal or not.
     Restoring matters when ``main()`` runs inside another program (tests, a host's own tool).
     """
     numeric = logging.getLevelNamesMapping()[level.upper()]
@@ -35,7 +70,10 @@ def logging_to(console: Console, level: str) -> Iterator[None]:
     noisy = [logging.getLogger(name) for name in _NOISY_LOGGERS]
     saved_noisy = [each.level for each in noisy]
     handler: logging.Handler
-    if console.is_terminal:
+    if log_format is LogFormat.json:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonLines())
+    elif console.is_terminal:
         handler = RichHandler(console=console, show_path=False)
     else:
         # A log file or a client's log pane: one plain line per record, never wrapped or padded.

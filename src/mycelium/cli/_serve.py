@@ -27,7 +27,7 @@ from ..mcp import McpCatalog, McpCatalogProvider
 from ._approvals import APPROVER_TOKEN_ENV
 from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._banner import TOKEN_ENV
-from ._console import logger, logging_to
+from ._console import LogFormat, logger, logging_to
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
@@ -80,6 +80,9 @@ def serve(
         ),
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error (logs go to stderr).")] = "info",
+    log_format: Annotated[
+        LogFormat, typer.Option(help="text: lines for people. json: one object a line, for a log shipper.")
+    ] = LogFormat.text,
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -157,7 +160,7 @@ def serve(
     approver_token = approver_token.strip() if approver_token is not None else secrets.token_urlsafe(32)
     try:
         shared = SharedStore.configure(store) if store is not None else None
-        with logging_to(err, log_level):
+        with logging_to(err, log_level, log_format):
             anyio.run(
                 lambda: _serve_target(
                     target,
