@@ -29,6 +29,7 @@ from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._banner import TOKEN_ENV
 from ._console import LogFormat, logger, logging_to
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
+from ._otlp import OTLP_ENDPOINT_ENV, OtlpUnavailable, exporting_spans, traces_url
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
 from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
@@ -83,6 +84,17 @@ def serve(
     log_format: Annotated[
         LogFormat, typer.Option(help="text: lines for people. json: one object a line, for a log shipper.")
     ] = LogFormat.text,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            envvar=OTLP_ENDPOINT_ENV,
+            show_envvar=True,
+            metavar="URL",
+            help="Send OpenTelemetry spans by OTLP over HTTP to the collector at this base URL (spans go to "
+            "/v1/traces under it), as service --name. Needs the otlp extra.",
+            show_default=False,
+        ),
+    ] = None,
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -136,6 +148,12 @@ def serve(
     out = err if transport is Transport.stdio else Console(soft_wrap=True)
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise typer.BadParameter(f"{log_level!r} is not one of debug, info, warning, error", param_hint="--log-level")
+    otlp_endpoint = otlp_endpoint or None  # an empty variable is an unset one
+    if otlp_endpoint is not None:
+        try:
+            traces_url(otlp_endpoint)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=f"--otlp-endpoint / {OTLP_ENDPOINT_ENV}") from None
     if cwd is not None:
         os.chdir(cwd)
     for allowed in allow_host or ():
@@ -160,7 +178,8 @@ def serve(
     approver_token = approver_token.strip() if approver_token is not None else secrets.token_urlsafe(32)
     try:
         shared = SharedStore.configure(store) if store is not None else None
-        with logging_to(err, log_level, log_format):
+        spans = exporting_spans(otlp_endpoint, name) if otlp_endpoint else contextlib.nullcontext()
+        with logging_to(err, log_level, log_format), spans:
             anyio.run(
                 lambda: _serve_target(
                     target,
@@ -182,7 +201,7 @@ def serve(
                 # uvicorn and the default sandbox (Monty's pool) run on asyncio only.
                 backend="asyncio",
             )
-    except (AppError, StoreError) as exc:
+    except (AppError, StoreError, OtlpUnavailable) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_BAD_APP) from None
     except (ServeError, StoreUnreachable) as exc:
