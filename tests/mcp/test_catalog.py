@@ -9,8 +9,15 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from mycelium import Module
-from mycelium.mcp import McpAuthority, McpCatalog, MemoryConnections, SqliteConnections, create_mcp_catalog
+from mycelium import Access, FailureEvidence, Module, OperationEvidence, ToolCall
+from mycelium.mcp import (
+    McpAuthority,
+    McpCatalog,
+    McpExecutionContext,
+    MemoryConnections,
+    SqliteConnections,
+    create_mcp_catalog,
+)
 from mycelium.mcp._principals import principal_key
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.suspensions import SqliteSuspensions, Suspensions
@@ -147,3 +154,44 @@ async def test_use_stores_needs_suspensions_exactly_when_the_catalog_pauses_runs
         waiting.use_stores(connections=MemoryConnections(), suspensions=Suspensions())
     with pytest.raises(ValueError, match="connections must be a ConnectionStore"):
         waiting.use_stores(connections=object(), suspensions=None)  # type: ignore[arg-type]
+
+
+async def test_the_catalogs_evidence_hooks_receive_every_principals_failures_under_the_models_reference() -> None:
+    module = Module(id="ledger-v1", name="ledger")
+
+    @module.operation(access="read")
+    def total() -> int:
+        """Fails on the host."""
+        raise ConnectionError("the ledger database is down")
+
+    operations: list[OperationEvidence] = []
+    executes: list[FailureEvidence] = []
+    authority = McpAuthority(grants={"ledger-v1": "read"}, sources=[module])
+    catalog = create_mcp_catalog(
+        load=lambda principal: authority,
+        sandbox=MontySandbox(),
+        on_operation_error=operations.append,
+        on_sandbox_failure=executes.append,
+    )
+    async with catalog:
+        context = McpExecutionContext(ALICE, None, authority, Access(grants=authority.grants), "call-9")
+        call = ToolCall(id="call-9", name="execute", arguments={"code": "return await ledger.total()"})
+        result = await catalog.execute(call, context)
+    assert result.reference is not None
+    [operation] = operations
+    assert (operation.reference, operation.path, type(operation.exception)) == (
+        result.reference,
+        "ledger.total",
+        ConnectionError,
+    )
+    [failed] = executes
+    assert (failed.reference, failed.tool_call_id, failed.failure.code) == (
+        result.reference,
+        "call-9",
+        "capability-failed",
+    )
+
+
+def test_a_catalogs_evidence_hook_must_be_callable() -> None:
+    with pytest.raises(ValueError, match="on_sandbox_failure must be callable"):
+        create_mcp_catalog(load=lambda principal: McpAuthority(grants={}), sandbox=MontySandbox(), on_sandbox_failure=3)  # type: ignore[arg-type]

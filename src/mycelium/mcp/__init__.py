@@ -4,18 +4,11 @@
 builds the catalog for hosts that install apps as modules and capability sources.
 """
 
-from ._catalog import (
-    DEFAULT_MAX_CONNECTIONS,
-    Load,
-    McpAuthority,
-    McpCatalog,
-    McpCatalogProvider,
-    McpExecutionContext,
-    create_mcp_catalog,
-)
+from ._catalog import DEFAULT_MAX_CONNECTIONS, McpCatalog, create_mcp_catalog
 from ._connections import ConnectionStore, MemoryConnections, PostgresConnections, SqliteConnections
 from ._keys import SecretKeys
 from ._principals import Admitted, Agent, Authenticate, Member, Principal, Refused, TeamKey, bearer_tokens
+from ._provider import Load, McpAuthority, McpCatalogProvider, McpExecutionContext
 from ._server import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, PROTOCOL_VERSIONS, McpServer, create_mcp
 from ._upstream import mcp_source
 

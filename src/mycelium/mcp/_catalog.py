@@ -1,58 +1,44 @@
-"""What an MCP server serves: the catalog protocol, and the catalog for installed apps.
+"""The catalog for installed apps: what an MCP server serves when the host installs modules and sources.
 
-The server (``create_mcp``) talks to a :class:`McpCatalogProvider`. It records
-connections (``open``/``resume``/``close``), reads the principal's current authority
-(``refresh``), describes the ``execute`` tool and runs it. The server owns everything
-that is the same for every host: authentication of each request, the connection table,
-re-reading authority, and confirmation by elicitation. It hands each execution an
-:class:`McpExecutionContext` whose ``access`` the provider must use for every call of
-that execution, direct tools included (``runtime.lease(access=context.access)``).
-
-:func:`create_mcp_catalog` is the provider for hosts that install apps as ordinary
-modules and capability sources: ``load(principal)`` says what that principal may use,
-read afresh for every execution and after every approval.
+:func:`create_mcp_catalog` is the provider (see :mod:`._provider` for the protocol) for hosts
+that install apps as ordinary modules and capability sources: ``load(principal)`` says what
+that principal may use, read afresh for every execution and after every approval.
 """
 
 from __future__ import annotations
 
-import abc
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self, TypeAlias
+from typing import Self
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from .._access import Access, Grant
+from .._access import Access
+from .._bindings import OperationErrorHandler
 from .._context import Session
 from .._discovery import SemanticRanker, check_ranker
+from .._hooks import Observer
 from .._modules import Module
 from .._options import ExecutionOptions, check_int, check_optional
 from .._runtime import Runtime
 from .._shared_sandbox import SharedSandbox
-from .._signals import AbortSignal
 from .._sources import CapabilitySource
 from .._tool_calls import ToolCall, ToolDefinition, ToolResult
+from ..failures import FailureEvidence
 from ..sandbox import Sandbox
 from ..sandbox._contract import check_backend
 from ..suspensions import MemorySuspensions, Suspensions
 from ._connections import ConnectionStore, MemoryConnections
 from ._principals import Principal, principal_key, principal_label, principal_session
+from ._provider import Load, McpAuthority, McpCatalogProvider, McpExecutionContext
 
-__all__ = [
-    "DEFAULT_MAX_CONNECTIONS",
-    "Load",
-    "McpAuthority",
-    "McpCatalog",
-    "McpCatalogProvider",
-    "McpExecutionContext",
-    "create_mcp_catalog",
-]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "McpCatalog", "create_mcp_catalog"]
 
 logger = logging.getLogger("mycelium.mcp")
 
@@ -62,145 +48,6 @@ run waits for a person's approval stays held (its client waits on it), so the ta
 more of them than a server has sandbox slots."""
 _MAX_CACHED_PRINCIPALS = 256
 _PURGE_EVERY_S = 300.0
-
-
-@dataclass(frozen=True)
-class McpAuthority:
-    """What one principal may use right now.
-
-    ``grants`` maps module ids (or grant keys) to ``"write"``, ``"read"`` or ``"none"``;
-    a module it does not name is refused. ``sources`` are the modules and capability
-    sources to offer; return the same objects for the same capabilities (runtimes are
-    reused while they are the same objects). ``instructions`` become the server's
-    instructions for this principal.
-    """
-
-    grants: Mapping[str, Grant]
-    sources: Sequence[CapabilitySource | Module] = ()
-    instructions: str = ""
-
-    def __post_init__(self) -> None:
-        # Access validates the grant values; here only the shapes a loader can get wrong.
-        Access(grants=self.grants)
-        object.__setattr__(self, "grants", dict(self.grants))
-        if isinstance(self.sources, Module | CapabilitySource) or not isinstance(self.sources, Sequence):
-            raise ValueError("McpAuthority.sources must be a sequence of Module or CapabilitySource")
-        for item in self.sources:
-            if not isinstance(item, Module | CapabilitySource):
-                raise ValueError(f"McpAuthority.sources: {type(item).__name__} is not a Module or CapabilitySource")
-        object.__setattr__(self, "sources", tuple(self.sources))
-        if not isinstance(self.instructions, str):
-            raise ValueError("McpAuthority.instructions must be a string")
-
-
-Load: TypeAlias = Callable[[Principal], "McpAuthority | Awaitable[McpAuthority]"]
-
-
-@dataclass(frozen=True)
-class McpExecutionContext:
-    """One execution's caller, as the server established it for this request.
-
-    ``access`` carries the request's authority: grants read afresh for this execution,
-    the re-authentication of the request before each operation call, and confirmation
-    by elicitation. It holds request callbacks: use it for this execution only, never
-    persist it.
-    """
-
-    principal: Principal
-    connection_id: str | None
-    """The MCP session id (``None`` over stdio)."""
-    authority: McpAuthority
-    access: Access = field(repr=False)
-    tool_call_id: str | None = None
-    pause: AbortSignal | None = field(default=None, repr=False)
-    """The server's request that the run pause at its next operation call, as a replica that stops
-    hands its runs off (2026-07-28 only). Pass it on: ``prepare(call).execute(pause=context.pause)``."""
-
-
-class McpCatalogProvider(abc.ABC):
-    """What ``create_mcp`` serves. Durable hosts derive from it over their own session owner.
-
-    A provider runs inside ``async with provider:`` around the serving; by default entering
-    and leaving do nothing, and a provider with work of its own (runtimes, stores) overrides
-    them, as :class:`McpCatalog` does.
-    """
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None
-
-    @property
-    @abc.abstractmethod
-    def max_connections(self) -> int:
-        """How many connections the server keeps open in memory (least recently used idle ones go first)."""
-        ...
-
-    @abc.abstractmethod
-    async def open(
-        self, connection_id: str, principal: Principal, *, bound: int, keep: Collection[str]
-    ) -> list[str] | None:
-        """Atomically record a new connection within ``bound`` open ones.
-
-        The server has already made room among the connections it holds in memory and
-        passes their ids as ``keep``; what may still be evicted are records it does not hold
-        (left by an earlier process), least recently used first. Returns the ids evicted,
-        or ``None`` when there is no room: nothing is recorded then.
-        """
-        ...
-
-    @abc.abstractmethod
-    async def resume(self, connection_id: str, principal: Principal) -> bool:
-        """Whether ``connection_id`` is an open connection bound to ``principal`` (it becomes the most recent)."""
-        ...
-
-    @abc.abstractmethod
-    async def touch(self, connection_id: str) -> None:
-        """Mark the connection as just used."""
-        ...
-
-    @abc.abstractmethod
-    async def close(self, connection_id: str) -> None:
-        """Forget a connection (the client ended it, or the server evicted it). Idempotent."""
-        ...
-
-    @abc.abstractmethod
-    async def refresh(self, principal: Principal) -> McpAuthority:
-        """Read ``principal``'s current authority. Called before each execution and after each approval."""
-        ...
-
-    @abc.abstractmethod
-    async def definition(self, principal: Principal, authority: McpAuthority) -> ToolDefinition:
-        """The ``execute`` tool as ``principal`` is shown it."""
-        ...
-
-    @abc.abstractmethod
-    async def execute(self, call: ToolCall, context: McpExecutionContext) -> ToolResult:
-        """Run one ``execute`` call with ``context.access`` for every operation call it makes."""
-        ...
-
-    @property
-    def suspensions(self) -> Suspensions | None:
-        """Where runs paused for a person's approval wait, or ``None`` when this provider cannot pause runs.
-
-        With suspensions, a program that reaches a ``confirm=True`` operation pauses into
-        the store and frees its sandbox slot while the person decides; the answer resumes
-        it (:meth:`resume_run`), on any replica sharing the store and the keys. Without, the
-        run waits inside the request over the handshake revisions, and a confirmation is
-        unavailable over 2026-07-28. ``None`` unless a provider overrides it.
-        """
-        return None
-
-    async def resume_run(self, suspension_id: str, approved: bool | None, context: McpExecutionContext) -> ToolResult:
-        """Continue the run paused as ``suspension_id`` with the person's decision, under ``context``.
-
-        ``approved`` is ``None`` for a run a stopping replica handed off, which nobody decides.
-        Called only when :attr:`suspensions` is set; a provider that sets it overrides this.
-        """
-        raise NotImplementedError(f"{type(self).__name__} keeps suspensions but does not resume them")
 
 
 @dataclass(eq=False)
@@ -239,6 +86,8 @@ class McpCatalog(McpCatalogProvider):
         max_connections: int,
         semantic: SemanticRanker | None = None,
         suspensions: Suspensions | None = None,
+        on_operation_error: OperationErrorHandler | None = None,
+        on_sandbox_failure: Observer[FailureEvidence] | None = None,
     ) -> None:
         if not callable(load):
             raise ValueError("load must be a callable taking a principal and returning an McpAuthority")
@@ -264,6 +113,11 @@ class McpCatalog(McpCatalogProvider):
         )
         self._connections = connections
         self._semantic = semantic
+        for name, hook in (("on_operation_error", on_operation_error), ("on_sandbox_failure", on_sandbox_failure)):
+            if hook is not None and not callable(hook):
+                raise ValueError(f"{name} must be callable")
+        self._on_operation_error = on_operation_error
+        self._on_sandbox_failure = on_sandbox_failure
         check_optional("suspensions", suspensions, Suspensions, "Suspensions")
         if suspensions is not None and not sandbox.suspends:
             raise ValueError(f"suspensions need a sandbox that can resume runs; {sandbox.adapter!r} cannot")
@@ -448,6 +302,8 @@ class McpCatalog(McpCatalogProvider):
                 access=Access(explicit=True),
                 semantic=self._semantic,
                 suspensions=self._suspensions,
+                on_operation_error=self._on_operation_error,
+                on_sandbox_failure=self._on_sandbox_failure,
             )
             fresh = _Loaded(runtime, tuple(authority.sources))
             await tasks.start(self._run, fresh)
@@ -514,6 +370,8 @@ def create_mcp_catalog(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     semantic: SemanticRanker | None = None,
     suspensions: Suspensions | None = None,
+    on_operation_error: OperationErrorHandler | None = None,
+    on_sandbox_failure: Observer[FailureEvidence] | None = None,
 ) -> McpCatalog:
     """The MCP catalog for installed apps.
 
@@ -527,6 +385,9 @@ def create_mcp_catalog(
     ``suspensions`` is where a run paused for a person's approval waits, its sandbox slot
     free (see :mod:`mycelium.suspensions`): by default this process's memory, when the
     sandbox can resume runs; several replicas share a ``PostgresSuspensions`` and one key ring.
+    ``on_operation_error`` and ``on_sandbox_failure`` receive the operator's evidence of every
+    principal's runs, as the :class:`~mycelium.Runtime` hooks of the same names do: an operation's
+    host failure, and every failed execute.
     Run it with ``async with catalog:``; leaving the block closes every principal's
     runtime (once their requests are done), the store, and the sandbox too, unless it was a
     ``SharedSandbox`` (whose owner closes it).
@@ -539,4 +400,6 @@ def create_mcp_catalog(
         max_connections=max_connections,
         semantic=semantic,
         suspensions=suspensions,
+        on_operation_error=on_operation_error,
+        on_sandbox_failure=on_sandbox_failure,
     )

@@ -57,8 +57,9 @@ from .._sources import CapabilitySource
 from .._values import DuplicateKey, unique_keys
 from ..sandbox import Sandbox
 from ..sandbox.monty import MontySandbox
-from ._catalog import McpAuthority, McpCatalog, create_mcp_catalog
+from ._catalog import McpCatalog, create_mcp_catalog
 from ._principals import Principal
+from ._provider import McpAuthority
 from ._upstream import DEFAULT_CONNECT_TIMEOUT_MS, mcp_source
 
 __all__ = [

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from .._access import Access, ConfirmAnswer, ConfirmRequest, Grant
 from ..suspensions import Suspension
-from ._catalog import McpAuthority
+from ._provider import McpAuthority
 
 __all__ = [
     "APPROVAL",

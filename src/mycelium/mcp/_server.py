@@ -60,7 +60,6 @@ from .._options import check_int
 from .._signals import AbortController
 from .._text import new_reference, printed
 from ._approvals import PageApprovals, with_approval_argument
-from ._catalog import McpCatalogProvider, McpExecutionContext
 from ._elicitation import (
     APPROVAL,
     PausedRun,
@@ -73,6 +72,7 @@ from ._elicitation import (
 from ._http import Answered, message_id, releasing, request_id, send_error, watch
 from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
+from ._provider import McpCatalogProvider, McpExecutionContext
 from ._sdk import discard_transport, held_transport, revive_transport
 
 __all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSIONS", "McpServer", "create_mcp"]
