@@ -195,3 +195,26 @@ async def test_the_catalogs_evidence_hooks_receive_every_principals_failures_und
 def test_a_catalogs_evidence_hook_must_be_callable() -> None:
     with pytest.raises(ValueError, match="on_sandbox_failure must be callable"):
         create_mcp_catalog(load=lambda principal: McpAuthority(grants={}), sandbox=MontySandbox(), on_sandbox_failure=3)  # type: ignore[arg-type]
+
+
+async def test_observers_added_before_serving_get_the_evidence_beside_the_apps_own_and_none_after() -> None:
+    module = Module(id="ledger-v1", name="ledger")
+    apps: list[FailureEvidence] = []
+    added: list[FailureEvidence] = []
+
+    def raising(evidence: FailureEvidence) -> None:
+        raise RuntimeError("an observer that fails changes nothing for the others")
+
+    authority = McpAuthority(grants={"ledger-v1": "read"}, sources=[module])
+    catalog = create_mcp_catalog(
+        load=lambda principal: authority, sandbox=MontySandbox(), on_sandbox_failure=apps.append
+    )
+    catalog.observe(on_sandbox_failure=raising)
+    catalog.observe(on_sandbox_failure=added.append)
+    async with catalog:
+        context = McpExecutionContext(ALICE, None, authority, Access(grants=authority.grants))
+        result = await catalog.execute(ToolCall(id=None, name="execute", arguments={"code": "return ("}), context)
+        with pytest.raises(RuntimeError, match="before the catalog is entered"):
+            catalog.observe(on_sandbox_failure=added.append)
+    assert [evidence.reference for evidence in apps] == [result.reference]
+    assert [evidence.reference for evidence in added] == [result.reference]

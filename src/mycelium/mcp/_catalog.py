@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -23,7 +23,7 @@ from .._access import Access
 from .._bindings import OperationErrorHandler
 from .._context import Session
 from .._discovery import SemanticRanker, check_ranker
-from .._hooks import Observer
+from .._hooks import Observer, notify
 from .._modules import Module
 from .._options import ExecutionOptions, check_int, check_optional
 from .._runtime import Runtime
@@ -48,6 +48,7 @@ run waits for a person's approval stays held (its client waits on it), so the ta
 more of them than a server has sandbox slots."""
 _MAX_CACHED_PRINCIPALS = 256
 _PURGE_EVERY_S = 300.0
+_E = TypeVar("_E")
 
 
 @dataclass(eq=False)
@@ -113,11 +114,8 @@ class McpCatalog(McpCatalogProvider):
         )
         self._connections = connections
         self._semantic = semantic
-        for name, hook in (("on_operation_error", on_operation_error), ("on_sandbox_failure", on_sandbox_failure)):
-            if hook is not None and not callable(hook):
-                raise ValueError(f"{name} must be callable")
-        self._on_operation_error = on_operation_error
-        self._on_sandbox_failure = on_sandbox_failure
+        self._operation_errors: list[OperationErrorHandler] = []
+        self._sandbox_failures: list[Observer[FailureEvidence]] = []
         check_optional("suspensions", suspensions, Suspensions, "Suspensions")
         if suspensions is not None and not sandbox.suspends:
             raise ValueError(f"suspensions need a sandbox that can resume runs; {sandbox.adapter!r} cannot")
@@ -130,6 +128,7 @@ class McpCatalog(McpCatalogProvider):
         self._tasks: TaskGroup | None = None
         self._exit = AsyncExitStack()
         self._closed = False
+        self.observe(on_operation_error=on_operation_error, on_sandbox_failure=on_sandbox_failure)
 
     @property
     def max_connections(self) -> int:
@@ -145,6 +144,29 @@ class McpCatalog(McpCatalogProvider):
     def sandbox(self) -> SharedSandbox:
         """The sandbox and admission slots every principal's runtime shares."""
         return self._shared
+
+    def observe(
+        self,
+        *,
+        on_operation_error: OperationErrorHandler | None = None,
+        on_sandbox_failure: Observer[FailureEvidence] | None = None,
+    ) -> None:
+        """Hand the operator's evidence of every principal's runs to these observers too.
+
+        For a host that decides where evidence goes after the app built its catalog, as
+        ``mycelium serve --evidence-dir`` does: call it before ``async with catalog:``. The
+        observers given to :func:`create_mcp_catalog` keep theirs; each observer is called in
+        turn, and one that raises is logged and changes nothing for the others.
+        """
+        if self._tasks is not None or self._closed:
+            raise RuntimeError("observe() must be called before the catalog is entered with `async with`")
+        for name, hook in (("on_operation_error", on_operation_error), ("on_sandbox_failure", on_sandbox_failure)):
+            if hook is not None and not callable(hook):
+                raise ValueError(f"{name} must be callable")
+        if on_operation_error is not None:
+            self._operation_errors.append(on_operation_error)
+        if on_sandbox_failure is not None:
+            self._sandbox_failures.append(on_sandbox_failure)
 
     def use_stores(self, *, connections: ConnectionStore, suspensions: Suspensions | None) -> None:
         """Keep this catalog's connection records and paused runs where the deployment says, not in memory.
@@ -302,8 +324,8 @@ class McpCatalog(McpCatalogProvider):
                 access=Access(explicit=True),
                 semantic=self._semantic,
                 suspensions=self._suspensions,
-                on_operation_error=self._on_operation_error,
-                on_sandbox_failure=self._on_sandbox_failure,
+                on_operation_error=_each(self._operation_errors, "on_operation_error"),
+                on_sandbox_failure=_each(self._sandbox_failures, "on_sandbox_failure"),
             )
             fresh = _Loaded(runtime, tuple(authority.sources))
             await tasks.start(self._run, fresh)
@@ -349,6 +371,21 @@ class McpCatalog(McpCatalogProvider):
         finally:
             self._retired.discard(loaded)
             loaded.closed.set()
+
+
+def _each(observers: list[Observer[_E]], name: str) -> Observer[_E] | None:
+    """One observer that hands each event to every one of ``observers`` in turn (``None`` for none)."""
+    if not observers:
+        return None
+    if len(observers) == 1:
+        return observers[0]
+    chosen = tuple(observers)
+
+    async def each(event: _E) -> None:
+        for observer in chosen:
+            await notify(observer, event, name=name)
+
+    return each
 
 
 def _session(context: McpExecutionContext) -> Session:
