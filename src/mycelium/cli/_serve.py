@@ -28,6 +28,7 @@ from ._approvals import APPROVER_TOKEN_ENV
 from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
 from ._banner import TOKEN_ENV
 from ._console import LogFormat, logger, logging_to
+from ._evidence import EvidenceFiles
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._otlp import OTLP_ENDPOINT_ENV, OtlpUnavailable, exporting_spans, traces_url
 from ._stdio import serve_stdio
@@ -95,6 +96,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    evidence_dir: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            file_okay=False,
+            help="Write the operator's evidence of each failure (a host error's exception and traceback, "
+            "a failed run) to DIR/<reference>.json, readable by you alone; the newest 1,000 are kept.",
+            show_default=False,
+        ),
+    ] = None,
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -156,6 +167,10 @@ def serve(
             raise typer.BadParameter(str(exc), param_hint=f"--otlp-endpoint / {OTLP_ENDPOINT_ENV}") from None
     if cwd is not None:
         os.chdir(cwd)
+    try:
+        evidence = EvidenceFiles(evidence_dir) if evidence_dir is not None else None
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot write evidence there: {exc.strerror}", param_hint="--evidence-dir") from None
     for allowed in allow_host or ():
         if not allowed or any(char.isspace() or char in "/@" for char in allowed):
             raise typer.BadParameter(f"{allowed!r} is not a host name or address", param_hint="--allow-host")
@@ -197,6 +212,7 @@ def serve(
                     ),
                     out=out,
                     shared=shared,
+                    evidence=evidence,
                 ),
                 # uvicorn and the default sandbox (Monty's pool) run on asyncio only.
                 backend="asyncio",
@@ -214,12 +230,21 @@ def serve(
 
 
 async def _serve_target(
-    target: Target, *, transport: Transport, name: str, http: HttpOptions, out: Console, shared: SharedStore | None
+    target: Target,
+    *,
+    transport: Transport,
+    name: str,
+    http: HttpOptions,
+    out: Console,
+    shared: SharedStore | None,
+    evidence: EvidenceFiles | None = None,
 ) -> None:
     # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
     with redirect:
         catalog, label = await target.load()
+    if evidence is not None:
+        _observe(catalog, evidence)
     replica = None
     if shared is not None:
         try:
@@ -245,6 +270,16 @@ def _source(ctx: typer.Context, parameter: str, value: str | None) -> str:
     source = ctx.get_parameter_source(parameter)
     # typer bundles its own click, so the source is compared by name.
     return "env" if source is not None and source.name == "ENVIRONMENT" else "option"
+
+
+def _observe(catalog: McpCatalogProvider, evidence: EvidenceFiles) -> None:
+    """Hand every failure's evidence to ``evidence``; a catalog that cannot take observers is not served."""
+    if not isinstance(catalog, McpCatalog):
+        raise AppError(
+            f"--evidence-dir needs an McpCatalog, and the app's catalog is a {type(catalog).__name__}: "
+            "give its runtimes on_operation_error and on_sandbox_failure yourself"
+        )
+    catalog.observe(on_operation_error=evidence.operation_failed, on_sandbox_failure=evidence.execute_failed)
 
 
 async def _close_unentered(catalog: McpCatalogProvider) -> None:
