@@ -10,14 +10,17 @@ never reach the log.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from typer.testing import CliRunner
 
 from mycelium.cli import cli
-from tests.cli.test_serve import connected, serving, text_of
+from tests.cli.test_serve import NOTES_APP, connected, server_env, serving, text_of
 
 MARKER = "okapi-marmalade-4412"
 TOKEN = "runlog-test-token-" + "t" * 20
@@ -104,3 +107,22 @@ def test_serve_refuses_a_log_format_it_does_not_know_naming_the_ones_it_does(giv
     assert result.exit_code == 2
     assert "text" in result.output
     assert "json" in result.output
+
+
+async def test_serve_over_stdio_logs_the_same_line_per_execute_on_stderr(tmp_path: Path) -> None:
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mycelium.cli", "serve", str(NOTES_APP), "--transport", "stdio", "--log-format", "json"],
+        env=server_env(tmp_path / "data", None),
+    )
+    stderr = tmp_path / "stderr.log"
+    with stderr.open("w") as errlog:
+        async with Client(stdio_client(parameters, errlog=errlog), mode="legacy") as client:
+            result = await client.call_tool("execute", {"code": f'return "{MARKER}"'})
+    assert not result.is_error
+    entries = [json.loads(line) for line in stderr.read_text().splitlines() if line.strip()]
+    [run] = [entry for entry in entries if entry["logger"] == "mycelium.runs"]
+    assert (run["outcome"], run["principal"], run["calls"]) == ("ok", PRINCIPAL, 0)
+    assert run["execution_id"].startswith("exec-")
+    assert run["result_bytes"] == len(text_of(result))
+    assert MARKER not in stderr.read_text()
