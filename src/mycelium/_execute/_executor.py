@@ -3,9 +3,10 @@
 Every outcome is a :class:`~mycelium.ToolResult`. A failure's text is safe for the model
 and carries a reference; its evidence goes to the operator (the run log and
 ``on_sandbox_failure``). Every call of the executor writes one line to the run log (see
-:mod:`._runlog`) when it ends, whatever the outcome. A run that pauses at a deferred decision is kept by the lease's
-:class:`~mycelium.suspensions._desk.SuspensionDesk`; one that cannot be kept goes on at once
-with its deferred calls refused, round a loop, never deeper.
+:mod:`._runlog`) when it ends, whatever the outcome. A run that pauses at a deferred
+decision is kept by the lease's :class:`~mycelium.suspensions._desk.SuspensionDesk`; one
+that cannot be kept goes on at once with its deferred calls refused, round a loop, never
+deeper.
 """
 
 from __future__ import annotations
