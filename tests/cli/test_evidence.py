@@ -100,6 +100,17 @@ def evidence_of(failure: GuestException | Unknown, reference: str) -> FailureEvi
     )
 
 
+def test_serve_refuses_an_evidence_folder_others_may_open_saying_what_to_do(tmp_path: Path) -> None:
+    folder = tmp_path / "evidence"
+    folder.mkdir()
+    folder.chmod(0o755)
+    result = CliRunner().invoke(cli, ["serve", str(tmp_path / "no_app_here.py"), "--evidence-dir", str(folder)])
+    assert result.exit_code == 2
+    assert "chmod 700" in result.output
+    folder.chmod(0o700)
+    EvidenceFiles(folder)  # once it is the owner's alone, it is taken as it is
+
+
 async def test_the_evidence_folder_keeps_the_newest_files_only(tmp_path: Path) -> None:
     files = EvidenceFiles(tmp_path / "evidence", max_files=2)
     for number in range(4):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import errno
 import functools
 import json
 import os
@@ -43,7 +44,14 @@ class EvidenceFiles:
     """Writes the evidence of each failure to ``folder`` as ``<reference>.json``; see the module's notes."""
 
     def __init__(self, folder: Path, *, max_files: int = MAX_FILES) -> None:
+        """Make ``folder`` (0700), or take one that is the caller's alone; raises ``OSError`` saying what to do."""
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found = folder.stat()
+        # Whoever else may enter it could read the evidence, or swap the files under us.
+        if found.st_uid != os.getuid() or found.st_mode & 0o077:
+            raise PermissionError(
+                errno.EPERM, "others may open that folder: chmod 700 it, or name a folder that does not exist yet"
+            )
         self._folder = folder
         self._max_files = max_files
         # The newest last: as an earlier run left them, then as this one writes them.
