@@ -3,14 +3,19 @@
 The host's check may be sync or async, may raise, hang or answer nonsense: every one of
 those refuses with 401 and is logged by where it failed, never by what it said (an
 exception's text may quote the credential). A refusal is answered before the SDK sees
-the request.
+the request, with what the client should do: send a token, send a valid one (RFC 6750's
+``invalid_token``), or ask for access. A token that is not valid is logged as a warning
+naming the client's address, never the token; a client sending wrong tokens in a loop
+gets at most :data:`WARNINGS_PER_WINDOW` such lines a minute, the rest counted.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import time
 import traceback
+from collections.abc import Callable
 
 import anyio
 from starlette.requests import HTTPConnection
@@ -23,6 +28,19 @@ __all__ = ["Authentication"]
 
 logger = logging.getLogger("mycelium.mcp")
 
+WARNINGS_PER_WINDOW = 10
+"""How many invalid-token warnings are logged in :data:`WARNING_WINDOW_S`; the others are counted."""
+WARNING_WINDOW_S = 60.0
+
+_MISSING = "authentication required: send the header Authorization: Bearer <token>"
+_INVALID = (
+    "invalid token: this server does not accept the bearer token sent; send the token its operator "
+    "gave you, as Authorization: Bearer <token>"
+)
+_FORBIDDEN = "forbidden: this credential may not use this server; ask its operator for access"
+_CHALLENGE = b'Bearer realm="mcp"'
+_INVALID_CHALLENGE = b'Bearer realm="mcp", error="invalid_token", error_description="the bearer token is not valid"'
+
 
 class Authentication:
     """The host's ``authenticate``, bounded by ``timeout_s`` when it awaits, and the answer to a refusal."""
@@ -32,6 +50,7 @@ class Authentication:
             raise ValueError("authenticate must be a callable taking the HTTP request")
         self._authenticate = authenticate
         self._timeout_s = timeout_s
+        self._warnings = WarningBudget(WARNINGS_PER_WINDOW, WARNING_WINDOW_S)
 
     async def admit(self, connection: HTTPConnection) -> Principal | Refused:
         """Who sends ``connection``, or the refusal; a failure inside ``authenticate`` refuses (401), never a 500."""
@@ -61,8 +80,51 @@ class Authentication:
         verdict = await self.admit(connection)
         return not isinstance(verdict, Refused) and verdict == principal
 
-    async def refuse(self, send: Send, refused: Refused) -> None:
+    async def refuse(self, send: Send, refused: Refused, connection: HTTPConnection) -> None:
         """Answer a refused request: 401 with a ``WWW-Authenticate`` challenge, or 403."""
-        extra = [(b"www-authenticate", b'Bearer realm="mcp"')] if refused.status == 401 else []
-        message = "authentication required" if refused.status == 401 else "forbidden"
-        await send_error(send, refused.status, message, extra=extra)
+        if refused.status == 403:
+            await send_error(send, 403, _FORBIDDEN)
+            return
+        if refused.error is None:
+            await send_error(send, 401, _MISSING, extra=[(b"www-authenticate", _CHALLENGE)])
+            return
+        held_back = self._warnings.spend()
+        if held_back is not None:
+            more = f" ({held_back} more since the last one were not logged)" if held_back else ""
+            logger.warning(
+                "refused a request from %s with 401: its bearer token is not valid%s", _address(connection), more
+            )
+        await send_error(send, 401, _INVALID, extra=[(b"www-authenticate", _INVALID_CHALLENGE)])
+
+
+class WarningBudget:
+    """At most ``per_window`` warnings in each ``window_s``, counting the ones held back."""
+
+    def __init__(self, per_window: int, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._per_window = per_window
+        self._window_s = window_s
+        self._clock = clock
+        self._window_start = -window_s
+        self._spent = 0
+        self._held_back = 0
+
+    def spend(self) -> int | None:
+        """``None`` when this warning is held back; else how many were held back before it."""
+        now = self._clock()
+        if now - self._window_start >= self._window_s:
+            self._window_start, self._spent = now, 0
+        if self._spent >= self._per_window:
+            self._held_back += 1
+            return None
+        self._spent += 1
+        held_back, self._held_back = self._held_back, 0
+        return held_back
+
+
+def _address(connection: HTTPConnection) -> str:
+    """The client's address as the socket gave it (a proxy's, behind one), never anything it sent."""
+    client = connection.client
+    if client is None:
+        return "an unknown address"
+    host = f"[{client.host}]" if ":" in client.host else client.host
+    return f"{host}:{client.port}"

@@ -227,7 +227,7 @@ class McpServer:
         connection = HTTPConnection(scope)
         principal = await self._authentication.admit(connection)
         if isinstance(principal, Refused):
-            await self._authentication.refuse(send, principal)
+            await self._authentication.refuse(send, principal, connection)
             return
         key = principal_key(principal)
         token = AccessToken(token=key, client_id=key, scopes=[])
@@ -641,7 +641,8 @@ def create_mcp(
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
     ``authenticate(request)`` (sync or async) sees the request's headers and returns
-    ``Admitted(principal)`` or ``Refused(401 | 403)``; an exception or a timeout
+    ``Admitted(principal)`` or ``Refused(401 | 403)`` (``Refused(401, error="invalid_token")``
+    for a credential sent but not valid, which the client is told); an exception or a timeout
     (``authenticate_timeout_ms``) refuses with 401 and is logged. ``allowed_hosts`` and
     ``allowed_origins`` are the Host and Origin values accepted (``"host:*"`` allows any
     port); by default loopback only. Bodies over ``max_request_bytes`` (256 KiB: a
