@@ -3,8 +3,9 @@
 Over Streamable HTTP (the default) the catalog is served at ``/mcp`` behind a bearer token;
 over stdio to the one client that launched the process. With ``--store`` the process is one
 replica of many: its connection records and paused runs live in the shared store, sealed
-under the deployment's key ring. Either way, a bad APP, store URL or key ring is one line
-and exit code 2, serving that fails (a store that does not answer included) one line and
+under the deployment's key ring. Tokens the operator does not choose are kept in the data
+folder (see :mod:`._tokens`). Either way, a bad APP, store URL, key ring or token file is
+one line and exit code 2, serving that fails (a store that does not answer included) one line and
 exit code 1, Ctrl-C while APP loads 130.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
-import secrets
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -32,6 +32,15 @@ from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serv
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
 from ._target import CONFIG_OPTION, Target, choose_target
+from ._tokens import (
+    APPROVER_TOKEN_FILE,
+    DATA_DIR_ENV,
+    DEFAULT_DATA_DIR,
+    TOKEN_FILE,
+    Secret,
+    TokenFileError,
+    kept_token,
+)
 
 
 class Transport(enum.StrEnum):
@@ -65,7 +74,8 @@ def serve(
             envvar=TOKEN_ENV,
             show_envvar=True,
             help="Bearer token clients must send (HTTP). Prefer the environment variable: a command line "
-            "is visible to other users. Without one, a token is generated and printed.",
+            "is visible to other users. Without one, the token kept in --data-dir is used (generated and "
+            "printed the first time), so client configurations survive a restart.",
             show_default=False,
         ),
     ] = None,
@@ -105,11 +115,21 @@ def serve(
             envvar=APPROVER_TOKEN_ENV,
             show_envvar=True,
             help="The login of the approvals page at /approvals (HTTP, when the app pauses runs for approval), "
-            "where a person approves or declines what waits. Never the agents' token. Without one, a token "
-            "is generated and printed.",
+            "where a person approves or declines what waits. Never the agents' token. Without one, the one "
+            "kept in --data-dir is used (generated and printed the first time).",
             show_default=False,
         ),
     ] = None,
+    data_dir: Annotated[
+        Path,
+        typer.Option(
+            envvar=DATA_DIR_ENV,
+            show_envvar=True,
+            file_okay=False,
+            help=f"Where the tokens serve generates are kept, owner-only, across restarts (HTTP): {TOKEN_FILE} "
+            f"and {APPROVER_TOKEN_FILE}. Relative to --cwd. Nothing is written for a token you choose.",
+        ),
+    ] = DEFAULT_DATA_DIR,
     drain_seconds: Annotated[
         int,
         typer.Option(
@@ -134,51 +154,46 @@ def serve(
         raise typer.BadParameter(f"{log_level!r} is not one of debug, info, warning, error", param_hint="--log-level")
     if cwd is not None:
         os.chdir(cwd)
+    data_dir = data_dir.absolute()  # the banner says where the tokens are kept, wherever it is read from
     for allowed in allow_host or ():
         if not allowed or any(char.isspace() or char in "/@" for char in allowed):
             raise typer.BadParameter(f"{allowed!r} is not a host name or address", param_hint="--allow-host")
     if token is not None and not token.strip():
         raise typer.BadParameter("the token may not be empty", param_hint=f"--token / {TOKEN_ENV}")
-    source = ctx.get_parameter_source("token")
-    # typer bundles its own click, so the source is compared by name.
-    from_env = source is not None and source.name == "ENVIRONMENT"
-    token_source = "generated" if token is None else "env" if from_env else "option"
-    if token is None:
-        token = secrets.token_urlsafe(32)
-    approver_source = _source(ctx, "approver_token", approver_token)
     if approver_token is not None and not approver_token.strip():
         raise typer.BadParameter("the approver token may not be empty", param_hint="--approver-token")
-    if approver_token is not None and approver_token.strip() == token.strip():
+    if approver_token is not None and token is not None and approver_token.strip() == token.strip():
         raise typer.BadParameter(
             "the approver token must differ from the agents' token: an agent must never approve its own calls",
             param_hint=f"--approver-token / {APPROVER_TOKEN_ENV}",
         )
-    approver_token = approver_token.strip() if approver_token is not None else secrets.token_urlsafe(32)
+    chosen_approver = _chosen(ctx, "approver_token", approver_token)
     try:
         shared = SharedStore.configure(store) if store is not None else None
+        http = None
+        if transport is Transport.http:  # over stdio no token is asked for: nothing is read or kept
+            http = HttpOptions(
+                host,
+                port,
+                _chosen(ctx, "token", token) or kept_token(data_dir / TOKEN_FILE),
+                tuple(allow_host or ()),
+                lambda: chosen_approver or kept_token(data_dir / APPROVER_TOKEN_FILE),
+                drain_seconds,
+            )
         with logging_to(err, log_level):
             anyio.run(
                 lambda: _serve_target(
                     target,
                     transport=transport,
                     name=name,
-                    http=HttpOptions(
-                        host,
-                        port,
-                        token,
-                        token_source,
-                        tuple(allow_host or ()),
-                        drain_seconds,
-                        approver_token,
-                        approver_source,
-                    ),
+                    http=http,
                     out=out,
                     shared=shared,
                 ),
                 # uvicorn and the default sandbox (Monty's pool) run on asyncio only.
                 backend="asyncio",
             )
-    except (AppError, StoreError) as exc:
+    except (AppError, StoreError, TokenFileError) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_BAD_APP) from None
     except (ServeError, StoreUnreachable) as exc:
@@ -191,7 +206,13 @@ def serve(
 
 
 async def _serve_target(
-    target: Target, *, transport: Transport, name: str, http: HttpOptions, out: Console, shared: SharedStore | None
+    target: Target,
+    *,
+    transport: Transport,
+    name: str,
+    http: HttpOptions | None,
+    out: Console,
+    shared: SharedStore | None,
 ) -> None:
     # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
@@ -207,7 +228,7 @@ async def _serve_target(
         replica = Replica(shared.ring, probe, shared.url.shown)
         logger.info("sharing connections and paused runs in %s", shared.url.shown)
     async with catalog:
-        if transport is Transport.stdio:
+        if http is None:
             logger.info("serving %s", label)
             await serve_stdio(catalog, name=name)
         else:
@@ -215,13 +236,13 @@ async def _serve_target(
     logger.info("stopped")
 
 
-def _source(ctx: typer.Context, parameter: str, value: str | None) -> str:
-    """Where a secret option came from: "generated" (not given), "env" or "option"."""
+def _chosen(ctx: typer.Context, parameter: str, value: str | None) -> Secret | None:
+    """The secret the operator gave as ``parameter``, saying whether through the environment; ``None`` if not."""
     if value is None:
-        return "generated"
+        return None
     source = ctx.get_parameter_source(parameter)
     # typer bundles its own click, so the source is compared by name.
-    return "env" if source is not None and source.name == "ENVIRONMENT" else "option"
+    return Secret(value.strip(), "env" if source is not None and source.name == "ENVIRONMENT" else "option")
 
 
 async def _close_unentered(catalog: McpCatalogProvider) -> None:
