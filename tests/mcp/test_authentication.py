@@ -71,7 +71,8 @@ async def test_every_request_kind_without_a_valid_token_gets_401_with_www_authen
             assert answer.status == 401, (case, answer.status, answer.text)
             assert answer.headers["www-authenticate"].startswith("Bearer"), case
             assert "mcp-session-id" not in answer.headers, case
-            assert json.loads(answer.text)["error"]["message"] == "authentication required", case
+            message = json.loads(answer.text)["error"]["message"]
+            assert message == "authentication required: send the header Authorization: Bearer <token>", case
             assert "token-" not in answer.text, case
         assert await still_works(http, s.url, session)  # a refused DELETE ended nothing
     assert host.writes == []  # a refused tools/call ran nothing
@@ -86,7 +87,7 @@ async def test_every_request_kind_with_a_forbidden_credential_gets_403(kind: str
             http, s.url, kind, session, token=FORBIDDEN_TOKEN, code="return await notes.create(text='refused')"
         )
         assert answer.status == 403, answer.text
-        assert json.loads(answer.text)["error"]["message"] == "forbidden"
+        assert json.loads(answer.text)["error"]["message"].endswith("; ask its operator for access")
         assert "mcp-session-id" not in answer.headers
         assert FORBIDDEN_TOKEN not in answer.text
         assert await still_works(http, s.url, session)

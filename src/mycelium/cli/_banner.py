@@ -2,7 +2,8 @@
 
 It is printed for a person to copy from: the URL, an MCP Inspector command, and the config
 snippets for agents that connect over HTTP and for those that launch the server over stdio.
-A token the operator chose is never shown, only where it came from.
+A token the operator chose is never shown, only where it came from; one serve keeps is
+shown with the file it is kept in.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rich.markup import escape
 
 from ._approvals import APPROVER_TOKEN_ENV
 from ._target import Target
+from ._tokens import Secret
 
 TOKEN_ENV = "MYCELIUM_TOKEN"
 """Where ``serve --token`` is read from when it is not given; the banner names it, never its value."""
@@ -27,41 +29,32 @@ def print_banner(
     label: str,
     name: str,
     url: str,
-    token: str,
-    token_source: str,
+    token: Secret,
     cwd: str,
     store: str | None = None,
-    approvals: tuple[str, str, str] | None = None,
+    approvals: tuple[str, Secret] | None = None,
 ) -> None:
-    """Print how to reach the server at ``url``; ``token_source`` says whether the token may be shown.
+    """Print how to reach the server at ``url``; a token the operator chose is not shown.
 
     ``store`` names the store this replica shares (its password already masked), if any;
-    ``approvals`` the approvals page's URL, its approver token and where that came from.
+    ``approvals`` the approvals page's URL and its approver token.
     """
-    if token_source == "generated":
-        shown, note = token, f"generated for this run; set {TOKEN_ENV} to choose one"
-        header = f"Bearer {token}"
-        shell_header = header
-    else:
+    if token.chosen:
         # The operator chose this secret; keep it out of terminals and logs.
-        placeholder = f"${TOKEN_ENV}" if token_source == "env" else "<token>"
-        shown, note = "(not shown)", f"from {TOKEN_ENV}" if token_source == "env" else "from --token"
-        header = f"Bearer <{TOKEN_ENV if token_source == 'env' else 'token'}>"
-        shell_header = f"Bearer {placeholder}"
+        header = f"Bearer <{TOKEN_ENV if token.source == 'env' else 'token'}>"
+        shell_header = f"Bearer ${TOKEN_ENV}" if token.source == "env" else header
+    else:
+        header = shell_header = f"Bearer {token.value}"
     out.print(f"[bold]Mycelium[/] is serving [bold]{escape(label)}[/] over MCP (Streamable HTTP)")
     out.print(f"  URL    {escape(url)}")
-    out.print(f"  Token  {escape(shown)}  [dim]({escape(note)})[/]")
+    out.print(f"  Token  {_told(token, TOKEN_ENV, '--token')}")
     if store is not None:
         out.print(f"  Store  {escape(store)}  [dim](connections and paused runs, shared with every replica)[/]")
     if approvals is not None:
-        page, approver, source = approvals
-        origin = APPROVER_TOKEN_ENV if source == "env" else "--approver-token"
-        told = (
-            f"{escape(approver)}  [dim](approver token, generated; set {APPROVER_TOKEN_ENV} to choose one)[/]"
-            if source == "generated"
-            else f"(approver token not shown)  [dim](from {origin})[/]"
+        page, approver = approvals
+        out.print(
+            f"  Approvals  {escape(page)}  {_told(approver, APPROVER_TOKEN_ENV, '--approver-token', 'approver token')}"
         )
-        out.print(f"  Approvals  {escape(page)}  {told}")
     out.print()
     out.print("[bold]MCP Inspector[/] (command line):")
     inspector = (
@@ -89,6 +82,19 @@ def print_banner(
     out.print_json(data=stdio_config)
     out.print()
     out.print("Press Ctrl-C to stop.")
+
+
+def _told(secret: Secret, env: str, option: str, what: str = "") -> str:
+    """A secret as the banner shows it: its value and where it is kept, or only where the operator set it."""
+    named = f"{what}, " if what else ""
+    if secret.chosen:
+        origin = env if secret.source == "env" else option
+        return f"(not shown)  [dim]({named}from {origin})[/]"
+    kept = "generated and kept" if secret.source == "generated" else "kept"
+    return (
+        f"{escape(secret.value)}  [dim]({named}{kept} in {escape(str(secret.file))}; delete the file for a new one, "
+        f"or set {env})[/]"
+    )
 
 
 def _launcher() -> list[str]:

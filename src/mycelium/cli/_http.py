@@ -15,7 +15,7 @@ import contextlib
 import gc
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -41,6 +41,7 @@ from ._front import Front, Health, Probe
 from ._owned import LOCAL_PRINCIPAL
 from ._signals import stop_on_signal
 from ._target import Target
+from ._tokens import Secret, TokenFileError
 
 MCP_PATH = "/mcp"
 DEFAULT_DRAIN_SECONDS = 30
@@ -63,16 +64,14 @@ class HttpOptions:
 
     host: str
     port: int
-    token: str
-    token_source: str
-    """"generated", "env" or "option": whether the banner may show the token."""
+    token: Secret
+    """The agents' token."""
     allow_hosts: Sequence[str]
+    approver_token: Callable[[], Secret]
+    """The approvals page's login (``/approvals``), asked for only when the catalog pauses runs, so an
+    app without the page has no approver token kept for it."""
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
     """How long a stop waits for the requests in flight before cancelling them."""
-    approver_token: str = ""
-    """The approvals page's login (``/approvals``, when the catalog pauses runs)."""
-    approver_token_source: str = "generated"
-    """"generated", "env" or "option": whether the banner may show the approver token."""
 
 
 @dataclass(frozen=True)
@@ -97,12 +96,17 @@ async def serve_http(
     replica: Replica | None = None,
 ) -> None:
     """Serve ``catalog`` until a signal stops it; the banner goes to ``out``. Raises :class:`ServeError`."""
-    host, token, allow_hosts = http.host, http.token, http.allow_hosts
+    host, token, allow_hosts = http.host, http.token.value, http.allow_hosts
     suspensions = catalog.suspensions
+    approver = None if suspensions is None else http.approver_token()
+    if approver is not None and approver.value == token:
+        where = f"the approver token kept in {approver.file}" if approver.file else "the approver token"
+        hint = f"delete {approver.file} to have a new one generated" if approver.file else "choose another"
+        raise TokenFileError(f"{where} is the agents' token too: an agent must never approve its own calls; {hint}")
     page = (
         None
-        if suspensions is None
-        else ApprovalsPage(suspensions, approver_token=http.approver_token, agent_tokens=[token])
+        if suspensions is None or approver is None
+        else ApprovalsPage(suspensions, approver_token=approver.value, agent_tokens=[token])
     )
     server = create_mcp(
         catalog=catalog,
@@ -135,13 +139,10 @@ async def serve_http(
                 label=label,
                 name=name,
                 url=url,
-                token=token,
-                token_source=http.token_source,
+                token=http.token,
                 cwd=os.getcwd(),
                 store=replica.store if replica is not None else None,
-                approvals=None
-                if page is None
-                else (url.removesuffix(MCP_PATH) + APPROVALS_PATH, http.approver_token, http.approver_token_source),
+                approvals=None if approver is None else (url.removesuffix(MCP_PATH) + APPROVALS_PATH, approver),
             )
             yield
 

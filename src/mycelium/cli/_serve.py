@@ -3,8 +3,9 @@
 Over Streamable HTTP (the default) the catalog is served at ``/mcp`` behind a bearer token;
 over stdio to the one client that launched the process. With ``--store`` the process is one
 replica of many: its connection records and paused runs live in the shared store, sealed
-under the deployment's key ring. Either way, a bad APP, store URL or key ring is one line
-and exit code 2, serving that fails (a store that does not answer included) one line and
+under the deployment's key ring. Tokens the operator does not choose are kept in the data
+folder (see :mod:`._tokens`). Either way, a bad APP, store URL, key ring or token file is
+one line and exit code 2, serving that fails (a store that does not answer included) one line and
 exit code 1, Ctrl-C while APP loads 130.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
-import secrets
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -34,6 +34,15 @@ from ._otlp import OTLP_ENDPOINT_ENV, OtlpUnavailable, exporting_spans, traces_u
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
 from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
+from ._tokens import (
+    APPROVER_TOKEN_FILE,
+    DATA_DIR_ENV,
+    DEFAULT_DATA_DIR,
+    TOKEN_FILE,
+    Secret,
+    TokenFileError,
+    kept_token,
+)
 
 
 class Transport(enum.StrEnum):
@@ -68,7 +77,8 @@ def serve(
             envvar=TOKEN_ENV,
             show_envvar=True,
             help="Bearer token clients must send (HTTP). Prefer the environment variable: a command line "
-            "is visible to other users. Without one, a token is generated and printed.",
+            "is visible to other users. Without one, the token kept in --data-dir is used (generated and "
+            "printed the first time), so client configurations survive a restart.",
             show_default=False,
         ),
     ] = None,
@@ -132,11 +142,21 @@ def serve(
             envvar=APPROVER_TOKEN_ENV,
             show_envvar=True,
             help="The login of the approvals page at /approvals (HTTP, when the app pauses runs for approval), "
-            "where a person approves or declines what waits. Never the agents' token. Without one, a token "
-            "is generated and printed.",
+            "where a person approves or declines what waits. Never the agents' token. Without one, the one "
+            "kept in --data-dir is used (generated and printed the first time).",
             show_default=False,
         ),
     ] = None,
+    data_dir: Annotated[
+        Path,
+        typer.Option(
+            envvar=DATA_DIR_ENV,
+            show_envvar=True,
+            file_okay=False,
+            help=f"Where the tokens serve generates are kept, owner-only, across restarts (HTTP): {TOKEN_FILE} "
+            f"and {APPROVER_TOKEN_FILE}. Relative to --cwd. Nothing is written for a token you choose.",
+        ),
+    ] = DEFAULT_DATA_DIR,
     drain_seconds: Annotated[
         int,
         typer.Option(
@@ -171,28 +191,32 @@ def serve(
         evidence = EvidenceFiles(evidence_dir) if evidence_dir is not None else None
     except OSError as exc:
         raise typer.BadParameter(f"cannot write evidence there: {exc.strerror}", param_hint="--evidence-dir") from None
+    data_dir = data_dir.absolute()  # the banner says where the tokens are kept, wherever it is read from
     for allowed in allow_host or ():
         if not allowed or any(char.isspace() or char in "/@" for char in allowed):
             raise typer.BadParameter(f"{allowed!r} is not a host name or address", param_hint="--allow-host")
     if token is not None and not token.strip():
         raise typer.BadParameter("the token may not be empty", param_hint=f"--token / {TOKEN_ENV}")
-    source = ctx.get_parameter_source("token")
-    # typer bundles its own click, so the source is compared by name.
-    from_env = source is not None and source.name == "ENVIRONMENT"
-    token_source = "generated" if token is None else "env" if from_env else "option"
-    if token is None:
-        token = secrets.token_urlsafe(32)
-    approver_source = _source(ctx, "approver_token", approver_token)
     if approver_token is not None and not approver_token.strip():
         raise typer.BadParameter("the approver token may not be empty", param_hint="--approver-token")
-    if approver_token is not None and approver_token.strip() == token.strip():
+    if approver_token is not None and token is not None and approver_token.strip() == token.strip():
         raise typer.BadParameter(
             "the approver token must differ from the agents' token: an agent must never approve its own calls",
             param_hint=f"--approver-token / {APPROVER_TOKEN_ENV}",
         )
-    approver_token = approver_token.strip() if approver_token is not None else secrets.token_urlsafe(32)
+    chosen_approver = _chosen(ctx, "approver_token", approver_token)
     try:
         shared = SharedStore.configure(store) if store is not None else None
+        http = None
+        if transport is Transport.http:  # over stdio no token is asked for: nothing is read or kept
+            http = HttpOptions(
+                host,
+                port,
+                _chosen(ctx, "token", token) or kept_token(data_dir / TOKEN_FILE),
+                tuple(allow_host or ()),
+                lambda: chosen_approver or kept_token(data_dir / APPROVER_TOKEN_FILE),
+                drain_seconds,
+            )
         spans = exporting_spans(otlp_endpoint, name) if otlp_endpoint else contextlib.nullcontext()
         with logging_to(err, log_level, log_format), spans:
             anyio.run(
@@ -200,16 +224,7 @@ def serve(
                     target,
                     transport=transport,
                     name=name,
-                    http=HttpOptions(
-                        host,
-                        port,
-                        token,
-                        token_source,
-                        tuple(allow_host or ()),
-                        drain_seconds,
-                        approver_token,
-                        approver_source,
-                    ),
+                    http=http,
                     out=out,
                     shared=shared,
                     evidence=evidence,
@@ -217,7 +232,7 @@ def serve(
                 # uvicorn and the default sandbox (Monty's pool) run on asyncio only.
                 backend="asyncio",
             )
-    except (AppError, StoreError, OtlpUnavailable) as exc:
+    except (AppError, StoreError, OtlpUnavailable, TokenFileError) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_BAD_APP) from None
     except (ServeError, StoreUnreachable) as exc:
@@ -234,7 +249,7 @@ async def _serve_target(
     *,
     transport: Transport,
     name: str,
-    http: HttpOptions,
+    http: HttpOptions | None,
     out: Console,
     shared: SharedStore | None,
     evidence: EvidenceFiles | None = None,
@@ -255,7 +270,7 @@ async def _serve_target(
         replica = Replica(shared.ring, probe, shared.url.shown)
         logger.info("sharing connections and paused runs in %s", shared.url.shown)
     async with catalog:
-        if transport is Transport.stdio:
+        if http is None:
             logger.info("serving %s", label)
             await serve_stdio(catalog, name=name)
         else:
@@ -263,13 +278,13 @@ async def _serve_target(
     logger.info("stopped")
 
 
-def _source(ctx: typer.Context, parameter: str, value: str | None) -> str:
-    """Where a secret option came from: "generated" (not given), "env" or "option"."""
+def _chosen(ctx: typer.Context, parameter: str, value: str | None) -> Secret | None:
+    """The secret the operator gave as ``parameter``, saying whether through the environment; ``None`` if not."""
     if value is None:
-        return "generated"
+        return None
     source = ctx.get_parameter_source(parameter)
     # typer bundles its own click, so the source is compared by name.
-    return "env" if source is not None and source.name == "ENVIRONMENT" else "option"
+    return Secret(value.strip(), "env" if source is not None and source.name == "ENVIRONMENT" else "option")
 
 
 def _observe(catalog: McpCatalogProvider, evidence: EvidenceFiles) -> None:

@@ -124,13 +124,24 @@ class Admitted:
 
 @dataclass(frozen=True)
 class Refused:
-    """The request is refused: 401 (no valid credential) or 403 (valid, but not allowed here)."""
+    """The request is refused: 401 (no valid credential) or 403 (valid, but not allowed here).
+
+    ``error="invalid_token"`` (with 401 only) says a credential was sent but is not valid
+    (unknown, expired, revoked), as RFC 6750 names it: the client is told so in its
+    ``WWW-Authenticate`` challenge, and the server logs a warning naming the client's
+    address. Without it, a 401 says no credential was sent.
+    """
 
     status: Literal[401, 403] = 401
+    error: Literal["invalid_token"] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in (401, 403):
             raise ValueError(f"Refused.status must be 401 or 403, got {self.status!r}")
+        if self.error not in (None, "invalid_token"):
+            raise ValueError(f"Refused.error must be None or 'invalid_token', got {self.error!r}")
+        if self.error is not None and self.status != 401:
+            raise ValueError("Refused.error='invalid_token' goes with status 401: a 403 credential is valid")
 
 
 Authenticate: TypeAlias = Callable[[HTTPConnection], "Admitted | Refused | Awaitable[Admitted | Refused]"]
@@ -140,8 +151,10 @@ Authenticate: TypeAlias = Callable[[HTTPConnection], "Admitted | Refused | Await
 def bearer_tokens(tokens: Mapping[str, Principal]) -> Callable[[HTTPConnection], Admitted | Refused]:
     """An ``authenticate`` for fixed bearer tokens: ``Authorization: Bearer <token>`` -> principal.
 
-    Tokens are compared in constant time. Fit for demos and local servers; real hosts
-    check their own credentials. An empty token is refused at construction.
+    Tokens are compared in constant time. A request without a bearer token is refused with a
+    plain 401, one whose token matches none with ``Refused(401, error="invalid_token")``. Fit
+    for demos and local servers; real hosts check their own credentials. An empty token is
+    refused at construction.
     """
     table = dict(tokens)
     for token, principal in table.items():
@@ -159,6 +172,6 @@ def bearer_tokens(tokens: Mapping[str, Principal]) -> Callable[[HTTPConnection],
         for token, principal in encoded:  # every token is compared: the time does not say which matched
             if hmac.compare_digest(candidate, token):
                 found = principal
-        return Refused(401) if found is None else Admitted(found)
+        return Refused(401, error="invalid_token") if found is None else Admitted(found)
 
     return authenticate

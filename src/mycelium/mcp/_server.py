@@ -29,10 +29,8 @@ leaves to the host:
 from __future__ import annotations
 
 import contextvars
-import inspect
 import logging
 import secrets
-import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -60,6 +58,7 @@ from .._options import check_int
 from .._signals import AbortController
 from .._text import new_reference, printed
 from ._approvals import PageApprovals, with_approval_argument
+from ._authentication import Authentication
 from ._elicitation import (
     APPROVAL,
     PausedRun,
@@ -141,13 +140,12 @@ class McpServer:
     ) -> None:
         if not isinstance(catalog, McpCatalogProvider):
             raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
-        if not callable(authenticate):
-            raise ValueError("authenticate must be a callable taking the HTTP request")
         if secret_keys is not None and not isinstance(secret_keys, SecretKeys):
             raise ValueError(f"secret_keys must be a SecretKeys, got {type(secret_keys).__name__}")
         self._catalog = catalog
-        self._authenticate = authenticate
-        self._authenticate_timeout_s = check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
+        self._authentication = Authentication(
+            authenticate, check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
+        )
         self._max_request_bytes = check_int("max_request_bytes", max_request_bytes)
         bound = catalog.max_connections
         self._per_principal = (
@@ -227,11 +225,9 @@ class McpServer:
             await send_error(send, 405, "use POST, GET or DELETE", extra=[(b"allow", b"GET, POST, DELETE")])
             return
         connection = HTTPConnection(scope)
-        principal = await self._admit(connection)
+        principal = await self._authentication.admit(connection)
         if isinstance(principal, Refused):
-            extra = [(b"www-authenticate", b'Bearer realm="mcp"')] if principal.status == 401 else []
-            message = "authentication required" if principal.status == 401 else "forbidden"
-            await send_error(send, principal.status, message, extra=extra)
+            await self._authentication.refuse(send, principal, connection)
             return
         key = principal_key(principal)
         token = AccessToken(token=key, client_id=key, scopes=[])
@@ -369,33 +365,6 @@ class McpServer:
         self._closed = True
         for session_id in list(self._connections):
             await self._discard(session_id)
-
-    async def _admit(self, connection: HTTPConnection) -> Principal | Refused:
-        """Run ``authenticate``; a failure inside it refuses (401) and is logged, never a 500."""
-        try:
-            verdict = self._authenticate(connection)
-            if inspect.isawaitable(verdict):
-                # Only an awaiting check can be timed out; a sync one has already answered.
-                with anyio.fail_after(self._authenticate_timeout_s):
-                    verdict = await verdict
-        except Exception as exc:
-            # Its message may hold what the client presented: the operator gets where, not what.
-            frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-            where = f" at {frame.filename}:{frame.lineno}" if frame else ""
-            logger.error(
-                "authenticate() failed (%s raised%s); the request is refused with 401", type(exc).__name__, where
-            )
-            return Refused(401)
-        if isinstance(verdict, Admitted):
-            return verdict.principal
-        if isinstance(verdict, Refused):
-            return verdict
-        logger.error("authenticate() failed: it returned %s, not Admitted or Refused; refused", type(verdict).__name__)
-        return Refused(401)
-
-    async def _still_admitted(self, connection: HTTPConnection, principal: Principal) -> bool:
-        verdict = await self._admit(connection)
-        return not isinstance(verdict, Refused) and verdict == principal
 
     def _opening(self, principal: Principal, send: Send) -> Send:
         """Wrap ``send`` for a request that opens a connection: record it before the client learns its id."""
@@ -562,6 +531,7 @@ class McpServer:
             # Not a tool result: the spec answers a tool nobody offered as invalid params.
             raise MCPError(code=types.INVALID_PARAMS, message=f"this server has one tool, {EXECUTE!r}")
         principal, request, session_id = self._caller(ctx)
+        authentication = self._authentication
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         connection = self._connections.get(session_id) if session_id else None
         if connection is not None:
@@ -572,7 +542,7 @@ class McpServer:
                 ctx,
                 authority,
                 refresh=lambda: self._catalog.refresh(principal),
-                still_admitted=None if request is None else lambda: self._still_admitted(request, principal),
+                still_admitted=None if request is None else lambda: authentication.still_admitted(request, principal),
                 read_only=connection is not None and connection.resumed,
                 gone=None if request is None else request.scope.get(_GONE),
                 pause=self._catalog.suspensions is not None,
@@ -671,7 +641,8 @@ def create_mcp(
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
     ``authenticate(request)`` (sync or async) sees the request's headers and returns
-    ``Admitted(principal)`` or ``Refused(401 | 403)``; an exception or a timeout
+    ``Admitted(principal)`` or ``Refused(401 | 403)`` (``Refused(401, error="invalid_token")``
+    for a credential sent but not valid, which the client is told); an exception or a timeout
     (``authenticate_timeout_ms``) refuses with 401 and is logged. ``allowed_hosts`` and
     ``allowed_origins`` are the Host and Origin values accepted (``"host:*"`` allows any
     port); by default loopback only. Bodies over ``max_request_bytes`` (256 KiB: a
