@@ -71,3 +71,37 @@ async def test_a_long_description_is_a_warning_naming_its_length() -> None:
     )
     assert [(f.code, f.where) for f in found] == [("long-description", "m.go")]
     assert "1318 characters" in found[0].message
+
+
+async def test_parameters_without_a_type_are_a_warning_naming_them_and_what_to_write() -> None:
+    tools = Module(id="tools-v1", name="tools")
+
+    @tools.operation(access="read")
+    def search(query, limit=10, exact: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
+        """Find things."""
+        return []
+
+    @tools.operation(access="read")
+    def ping(target) -> str:  # type: ignore[no-untyped-def]
+        """Ping a host."""
+        return "pong"
+
+    found = await check_catalog(language=LANGUAGE, modules=[tools])
+    assert [(f.severity, f.code, f.where) for f in found] == [
+        ("warning", "untyped-input", "tools.ping"),
+        ("warning", "untyped-input", "tools.search"),
+    ]
+    assert found[0].message == (
+        "parameter 'target' has no type: the model must guess what to pass, and any value gets through; "
+        'annotate it (`target: str`), or give it a "type" in the input schema'
+    )
+    assert "parameters 'query', 'limit' have no type" in found[1].message
+    assert "annotate each one (e.g. `query: str`, `limit: int = 10`)" in found[1].message  # a default's type
+
+
+async def test_an_input_schema_property_without_a_type_is_the_same_warning() -> None:
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}, "extra": {"description": "Anything."}}}
+    raw = Module(id="raw-v1", name="raw", operations={"get": operation(input=schema, output=Done, execute=done)})
+    found = await check_catalog(language=LANGUAGE, modules=[raw])
+    untyped = [f for f in found if f.code == "untyped-input"]
+    assert [f.message.split(":")[0] for f in untyped] == ["parameter 'extra' has no type"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
@@ -61,7 +61,8 @@ async def check_catalog(
     Error codes: ``definition`` (a module cannot be installed: a name clashing with a
     sandbox module or builtin, a key that is also a prefix, a duplicate id...), ``source``
     (a source failed to acquire or gave modules that cannot be installed). Warnings:
-    ``no-description``, ``long-first-line``, ``long-description``, ``untyped-output``.
+    ``no-description``, ``long-first-line``, ``long-description``, ``untyped-input``,
+    ``untyped-output``.
     Note: ``not-inline`` (the catalog is too large to declare in the execute description,
     so the model discovers operations with ``forage``).
     """
@@ -146,6 +147,9 @@ def _operation_findings(graph: OperationGraph) -> list[Finding]:
                         "it crowds the execute description; keep details in field descriptions",
                     )
                 )
+        untyped = _untyped_input(op.input_schema)
+        if untyped is not None:
+            found.append(Finding("warning", "untyped-input", path, untyped))
         if not op.output_schema:
             found.append(
                 Finding(
@@ -166,3 +170,50 @@ def _operation_findings(graph: OperationGraph) -> list[Finding]:
             )
         )
     return found
+
+
+# Keywords that describe a value without constraining it: a property with only these takes anything.
+_ANNOTATION_KEYWORDS = frozenset(
+    {"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment"}
+)
+_NAMED_AT_MOST = 8
+"""How many untyped parameters one finding names; an operation with more is told how many more."""
+
+
+def _untyped_input(schema: dict[str, Any]) -> str | None:
+    """What to write when the input, or some of its parameters, takes any value; ``None`` when all are typed."""
+    if not schema:
+        return "no input type: the model cannot know what to pass, and any value gets through; give it one"
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return None
+    untyped = {
+        name: property_schema
+        for name, property_schema in properties.items()
+        if isinstance(property_schema, dict) and property_schema.keys() <= _ANNOTATION_KEYWORDS
+    }
+    if not untyped:
+        return None
+    named = list(untyped)[:_NAMED_AT_MOST]
+    more = f" and {len(untyped) - len(named)} more" if len(untyped) > len(named) else ""
+    listed = ", ".join(repr(name) for name in named) + more
+    examples = ", ".join(f"`{_annotated(name, untyped[name])}`" for name in named[:2])
+    if len(untyped) == 1:
+        return (
+            f"parameter {listed} has no type: the model must guess what to pass, and any value gets through; "
+            f'annotate it ({examples}), or give it a "type" in the input schema'
+        )
+    return (
+        f"parameters {listed} have no type: the model must guess what to pass, and any value gets through; "
+        f'annotate each one (e.g. {examples}), or give each a "type" in the input schema'
+    )
+
+
+def _annotated(name: str, property_schema: dict[str, Any]) -> str:
+    """The parameter as it could be written with a type: its default's own type when it has a default."""
+    if "default" not in property_schema:
+        return f"{name}: str"
+    default = property_schema["default"]
+    kind = "str | None" if default is None else type(default).__name__
+    shown = repr(default) if len(repr(default)) <= 30 else "..."
+    return f"{name}: {kind} = {shown}"

@@ -135,3 +135,25 @@ def test_search_takes_several_phrasings_of_one_need(run: CliRunner) -> None:
     five = invoke(run, "search", NOTES_APP, "a", "b", "c", "d", "e")
     assert five.exit_code != 0
     assert "1 to 4 phrasings" in five.output
+
+
+def test_check_warns_of_an_operation_without_type_hints_on_both_sides_and_fails_it_only_when_strict(
+    run: CliRunner, tmp_path: Path
+) -> None:
+    app = tmp_path / "untyped_lookup_app.py"
+    app.write_text(
+        'from mycelium import Module\n\nbooks = Module(id="books-v1", name="books")\n\n\n'
+        '@books.operation(access="read")\ndef lookup(title, shelf=1):\n    """Find a book by title."""\n'
+        "    return {'title': title}\n"
+    )
+    warned = invoke(run, "check", f"{app}:books")
+    strict = invoke(run, "check", f"{app}:books", "--strict")
+    assert (warned.exit_code, strict.exit_code) == (0, 1)
+    assert warned.stdout.splitlines() == [
+        "warning: books.lookup: parameters 'title', 'shelf' have no type: the model must guess what to pass, and any "
+        'value gets through; annotate each one (e.g. `title: str`, `shelf: int = 1`), or give each a "type" in the '
+        "input schema [untyped-input]",
+        "warning: books.lookup: no output type: the model cannot know the shape of the result; give it one "
+        "[untyped-output]",
+        "0 errors, 2 warnings",
+    ]

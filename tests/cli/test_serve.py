@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -135,22 +134,6 @@ def test_serve_refuses_an_empty_token(app_dir: Path) -> None:
     result = CliRunner().invoke(cli, ["serve", f"{app_name(app_dir)}.py"], env={"MYCELIUM_TOKEN": " "})
     assert result.exit_code == 2
     assert "the token may not be empty" in result.stderr
-
-
-def _listening_socket() -> socket.socket:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    return sock
-
-
-def test_serve_says_when_the_port_is_taken_and_exits_1(app_dir: Path) -> None:
-    with closing(_listening_socket()) as taken:
-        port = taken.getsockname()[1]
-        result = CliRunner().invoke(cli, ["serve", f"{app_name(app_dir)}.py", "--port", str(port)])
-    assert result.exit_code == 1, result.stdout + result.stderr
-    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
-    assert "Traceback" not in result.stderr
 
 
 def test_serve_says_when_the_mcp_server_fails_to_start_and_exits_1(

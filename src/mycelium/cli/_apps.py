@@ -1,7 +1,8 @@
 """Loading ``APP``: from ``module:attribute`` or ``path/to/app.py:attribute`` to a catalog.
 
 Every verb starts here, and an ``APP`` that cannot be served is an :class:`AppError`: one
-line for the person who typed it, never a traceback, and exit code :data:`EXIT_BAD_APP`.
+line for the person who typed it, never a traceback, and exit code
+:attr:`~._exits.ExitCode.BAD_USAGE`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,6 @@ from ._owned import owned_catalog
 
 DEFAULT_ATTRIBUTE = "create_catalog"
 """The attribute ``mycelium serve`` looks for when ``APP`` names none."""
-
-# Exit codes: 2 like click's usage errors (the APP cannot be served), 1 when serving fails.
-EXIT_BAD_APP = 2
-EXIT_FAILED = 1
 
 
 class AppError(Exception):

@@ -12,6 +12,7 @@ stops at once.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import os
 import socket
@@ -233,6 +234,11 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.listen(2048)
     except OSError as exc:
         sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(
+                f"cannot listen on {host}:{port}: the port is in use (by another server, or a mycelium serve "
+                "still running); pass --port with another port, or --port 0 for a free one"
+            ) from exc
         raise ServeError(f"cannot listen on {host}:{port}: {exc}") from exc
     return sock
 

@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from ._apps import EXIT_BAD_APP
 from ._console import say
+from ._exits import ExitCode
 
 _FILES = {"app.py": "app.py.txt", "test_app.py": "test_app.py.txt"}
 
@@ -31,7 +31,7 @@ def init(folder: Annotated[Path, _FOLDER] = Path(".")) -> None:
     taken = [name for name in _FILES if (folder / name).exists()]
     if taken:
         typer.echo(f"Error: {folder / taken[0]} already exists; choose an empty folder (mycelium init DIR)", err=True)
-        raise typer.Exit(EXIT_BAD_APP)
+        raise typer.Exit(ExitCode.BAD_USAGE)
     folder.mkdir(parents=True, exist_ok=True)
     template = resources.files(__package__).joinpath("template")
     for name, source in _FILES.items():

@@ -1,8 +1,10 @@
 """The local verbs: ``exec``, ``describe``, ``search`` and ``check`` run against APP's catalog without serving it.
 
 Each one loads the catalog as its local owner, does one thing and prints it: what it found
-on stdout; a program's prints, and why the verb failed, on stderr. Exit code 2 is an APP
-that cannot be loaded, 1 a failure after loading (for ``check``, a finding that fails it).
+on stdout; a program's prints, and why the verb failed, on stderr. The exit codes are
+:class:`~._exits.ExitCode`'s: ``BAD_USAGE`` for an APP that cannot be loaded or whose modules
+cannot be installed, ``FAILED`` for work that failed after loading (for ``check``, a finding
+that fails it).
 """
 
 from __future__ import annotations
@@ -18,16 +20,18 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._checks import Finding, check_catalog
-from .._exceptions import MyceliumError, MyceliumSourceError
+from .._exceptions import DefinitionError, MyceliumError, MyceliumSourceError
 from .._execute import ToolResult
 from .._modules import Module
 from .._values import JsonValue, dumps_compact
 from ..mcp import McpCatalog
 from ..sandbox.monty import MontySandbox
-from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
+from ._apps import DEFAULT_ATTRIBUTE, AppError
 from ._console import logging_to, say, say_marked, show
+from ._exits import ExitCode
 from ._owned import LOCAL_PRINCIPAL
 from ._owner import as_owner, run_program
+from ._signals import waking_at_signals
 from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
 
 T = TypeVar("T")
@@ -136,8 +140,8 @@ def check(
 
     Errors: a module that cannot be installed (a name that clashes with a sandbox module or
     a builtin, a key that is also a prefix, a duplicate id) or a source that fails to acquire.
-    Warnings: an operation without a description, a description over budget, an operation
-    without an output type. Exit code 1 when there is an error (or, with --strict, a warning).
+    Warnings: an operation without a description, a description over budget, parameters or
+    an output without a type. Exit code 1 when there is an error (or, with --strict, a warning).
     """
     target, _ = choose_target(app, config, connect_timeout=connect_timeout)
     findings = _against_app(lambda: _findings(target))
@@ -148,7 +152,7 @@ def check(
     counts = {severity: sum(1 for f in findings if f.severity == severity) for severity in ("error", "warning")}
     say(f"{counts['error']} errors, {counts['warning']} warnings")
     if counts["error"] or (strict and counts["warning"]):
-        raise typer.Exit(EXIT_FAILED)
+        raise typer.Exit(ExitCode.FAILED)
 
 
 async def _description(target: Target) -> ToolResult:
@@ -179,27 +183,28 @@ def _run_local(work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
     if result.is_error:
         code = result.failure.code if result.failure is not None else "error"
         err.print(f"[bold red]{code}:[/] {escape(result.text)}")
-        raise typer.Exit(EXIT_FAILED)
+        raise typer.Exit(ExitCode.FAILED)
     return result
 
 
 def _against_app(work: Callable[[], Awaitable[T]]) -> T:
     """Run one local verb's work on APP.
 
-    A bad APP is one line on stderr and exit code 2; a catalog that loads but cannot be
-    leased (a source failing to acquire, modules that cannot be installed together) is one
-    line and exit code 1.
+    A bad APP, or one whose modules cannot be installed, is its reason on stderr and exit code
+    2: nothing ran, and the app is what to fix. A source failing to acquire (an upstream
+    server that does not start or answer) is one line and exit code 1: the work failed.
     """
     err = Console(stderr=True, soft_wrap=True)
     try:
         with logging_to(err, "warning"):
-            return anyio.run(work, backend="asyncio")  # the default sandbox (Monty's pool) runs on asyncio only
-    except AppError as exc:
+            # The default sandbox (Monty's pool) runs on asyncio only.
+            return anyio.run(waking_at_signals, work, backend="asyncio")
+    except (AppError, DefinitionError) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
-        raise typer.Exit(EXIT_BAD_APP) from None
+        raise typer.Exit(ExitCode.BAD_USAGE) from None
     except MyceliumError as exc:
         # A source's own account is shown only when it is one written to be shown (an upstream
         # server's, secrets removed); anything else it raised stays in the log.
         shown = exc.__cause__ if isinstance(exc.__cause__, MyceliumSourceError) else exc
         err.print(f"[bold red]Error:[/] {escape(str(shown))}")
-        raise typer.Exit(EXIT_FAILED) from None
+        raise typer.Exit(ExitCode.FAILED) from None

@@ -25,12 +25,14 @@ from rich.markup import escape
 
 from ..mcp import McpCatalog, McpCatalogProvider
 from ._approvals import APPROVER_TOKEN_ENV
-from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
+from ._apps import DEFAULT_ATTRIBUTE, AppError
 from ._banner import TOKEN_ENV
 from ._console import LogFormat, logger, logging_to
 from ._evidence import EvidenceFiles
+from ._exits import ExitCode
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._otlp import OTLP_ENDPOINT_ENV, OtlpUnavailable, exporting_spans, traces_url
+from ._signals import waking_at_signals
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
 from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
@@ -234,14 +236,10 @@ def serve(
             )
     except (AppError, StoreError, OtlpUnavailable, TokenFileError) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
-        raise typer.Exit(EXIT_BAD_APP) from None
+        raise typer.Exit(ExitCode.BAD_USAGE) from None
     except (ServeError, StoreUnreachable) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
-        raise typer.Exit(EXIT_FAILED) from None
-    except KeyboardInterrupt:
-        # Ctrl-C before serving began (while the app was loading): nothing was served.
-        err.print("Interrupted.")
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.FAILED) from None
 
 
 async def _serve_target(
@@ -257,7 +255,7 @@ async def _serve_target(
     # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
     with redirect:
-        catalog, label = await target.load()
+        catalog, label = await waking_at_signals(target.load)
     if evidence is not None:
         _observe(catalog, evidence)
     replica = None
