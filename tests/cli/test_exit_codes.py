@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -62,10 +64,11 @@ def verb_line(verb: str, app: str) -> list[str]:
 
 
 @pytest.mark.parametrize("verb", APP_VERBS)
-def test_every_verb_exits_2_when_the_app_cannot_be_loaded(folder: Path, verb: str) -> None:
+def test_every_verb_exits_2_and_names_the_apps_line_when_the_app_cannot_be_loaded(folder: Path, verb: str) -> None:
     broken = mycelium(*verb_line(verb, "typo.py"), cwd=folder)
     assert broken.returncode == 2
     assert broken.stderr.startswith("Error: loading typo.py raised SyntaxError"), broken.stderr
+    assert 'File "typo.py", line 3' in broken.stderr
     assert "Traceback" not in broken.stderr
 
 
@@ -117,6 +120,19 @@ def test_an_app_whose_modules_cannot_be_installed_exits_2_and_check_reports_why_
     assert "choose another name, or place the module under a namespace" in ran.stderr
     assert checked.returncode == 1
     assert checked.stdout.splitlines()[-1] == "2 errors, 3 warnings"
+
+
+def test_serve_exits_1_when_its_port_is_in_use_and_says_to_choose_another(folder: Path) -> None:
+    with closing(socket.socket()) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = mycelium("serve", "tiny.py:tiny", "--port", str(port), cwd=folder)
+    assert refused.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in refused.stderr
+    assert "pass --port with another port, or --port 0 for a free one" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "Token" not in refused.stdout  # nothing is announced that does not serve
 
 
 @pytest.mark.parametrize("verb", APP_VERBS)

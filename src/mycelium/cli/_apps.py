@@ -1,8 +1,9 @@
 """Loading ``APP``: from ``module:attribute`` or ``path/to/app.py:attribute`` to a catalog.
 
-Every verb starts here, and an ``APP`` that cannot be served is an :class:`AppError`: one
-line for the person who typed it, never a traceback, and exit code
-:attr:`~._exits.ExitCode.BAD_USAGE`.
+Every verb starts here, and an ``APP`` that cannot be served is an :class:`AppError`: a
+short message for the person who typed it, never a traceback, and exit code
+:attr:`~._exits.ExitCode.BAD_USAGE`. An exception the app's code raised names the app's own
+line (see :mod:`._app_exceptions`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import importlib.util
 import inspect
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..mcp import McpCatalogProvider
+from ._app_exceptions import describe_raised
 from ._owned import owned_catalog
 
 DEFAULT_ATTRIBUTE = "create_catalog"
@@ -38,6 +41,24 @@ class AppSpec:
 
     def __str__(self) -> str:
         return f"{self.file if self.file is not None else self.module}:{self.attribute}"
+
+    def home(self) -> Path | None:
+        """The folder of the app's own files: the file's folder, or its top-level package's (``None`` if unknown)."""
+        if self.file is not None:
+            return self.file.resolve().parent
+        assert self.module is not None
+        try:
+            # A top-level name is only looked up, never run, by find_spec.
+            found = importlib.util.find_spec(self.module.partition(".")[0])
+        except (ImportError, ValueError):
+            return None
+        if found is None:
+            return None
+        if found.submodule_search_locations:
+            return Path(next(iter(found.submodule_search_locations))).resolve()
+        if found.origin is not None and found.has_location:
+            return Path(found.origin).resolve().parent
+        return None
 
 
 def parse_app(app: str) -> AppSpec:
@@ -72,11 +93,15 @@ async def load_catalog(app: str) -> McpCatalogProvider:
         except AttributeError:
             target = spec.file if spec.file is not None else spec.module
             raise AppError(f"{target} has no attribute {'.'.join(walked)!r}") from None
-    return await resolve_catalog(value, str(spec))
+    return await resolve_catalog(value, str(spec), home=spec.home)
 
 
-async def resolve_catalog(value: object, where: str) -> McpCatalogProvider:
+async def resolve_catalog(
+    value: object, where: str, *, home: Callable[[], Path | None] = lambda: None
+) -> McpCatalogProvider:
     """``value`` itself if it is a catalog, else the catalog its zero-argument factory returns.
+
+    ``home`` finds the folder of the app's own files, should the factory raise.
 
     A catalog is an :class:`~mycelium.mcp.McpCatalog` (from ``create_mcp_catalog``) or any
     other :class:`~mycelium.mcp.McpCatalogProvider`. A module, a list of modules or a
@@ -101,7 +126,7 @@ async def resolve_catalog(value: object, where: str) -> McpCatalogProvider:
         if inspect.isawaitable(made):
             made = await made
     except Exception as exc:
-        raise AppError(f"calling {where} raised {_describe(exc)}") from exc
+        raise AppError(f"calling {where} raised {describe_raised(exc, home())}") from exc
     if _is_catalog(made):
         assert isinstance(made, McpCatalogProvider)
         return made
@@ -147,7 +172,7 @@ def _import(spec: AppSpec) -> object:
             loader_spec.loader.exec_module(module)
         except Exception as exc:
             del sys.modules[name]
-            raise AppError(f"loading {spec.file} raised {_describe(exc)}") from exc
+            raise AppError(f"loading {spec.file} raised {describe_raised(exc, spec.home())}") from exc
         return module
     assert spec.module is not None
     if "" not in sys.path and os.getcwd() not in sys.path:
@@ -158,18 +183,9 @@ def _import(spec: AppSpec) -> object:
     except ModuleNotFoundError as exc:
         if exc.name is not None and (spec.module == exc.name or spec.module.startswith(exc.name + ".")):
             raise AppError(f"no module named {exc.name!r} (APP {spec})") from exc
-        raise AppError(f"importing {spec.module} raised {_describe(exc)}") from exc
+        raise AppError(f"importing {spec.module} raised {describe_raised(exc, spec.home())}") from exc
     except Exception as exc:
-        raise AppError(f"importing {spec.module} raised {_describe(exc)}") from exc
-
-
-def _describe(exc: BaseException) -> str:
-    """One line for an exception raised by the app's own code, with where it was raised."""
-    where = ""
-    frames = inspect.getinnerframes(exc.__traceback__) if exc.__traceback__ is not None else []
-    if frames:
-        where = f" (at {frames[-1].filename}:{frames[-1].lineno})"
-    return f"{type(exc).__name__}: {exc}{where}"
+        raise AppError(f"importing {spec.module} raised {describe_raised(exc, spec.home())}") from exc
 
 
 def _is_catalog(value: object) -> bool:
