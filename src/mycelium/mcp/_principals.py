@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import inspect
 import json
+import logging
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+import anyio
 from starlette.requests import HTTPConnection
 
 __all__ = [
@@ -24,11 +28,15 @@ __all__ = [
     "Principal",
     "Refused",
     "TeamKey",
+    "admit",
     "bearer_tokens",
     "principal_key",
     "principal_label",
     "principal_session",
 ]
+
+
+logger = logging.getLogger("mycelium.mcp")
 
 
 def _check_id(kind: str, value: object) -> None:
@@ -135,6 +143,29 @@ class Refused:
 
 Authenticate: TypeAlias = Callable[[HTTPConnection], "Admitted | Refused | Awaitable[Admitted | Refused]"]
 """The host's check of one HTTP request (its headers; the body is not read)."""
+
+
+async def admit(authenticate: Authenticate, connection: HTTPConnection, *, timeout_s: float) -> Principal | Refused:
+    """Run the host's ``authenticate`` on one request; a failure inside it refuses (401) and is logged,
+    never a 500. An awaiting check that takes longer than ``timeout_s`` refuses too."""
+    try:
+        verdict = authenticate(connection)
+        if inspect.isawaitable(verdict):
+            # Only an awaiting check can be timed out; a sync one has already answered.
+            with anyio.fail_after(timeout_s):
+                verdict = await verdict
+    except Exception as exc:
+        # Its message may hold what the client presented: the operator gets where, not what.
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        where = f" at {frame.filename}:{frame.lineno}" if frame else ""
+        logger.error("authenticate() failed (%s raised%s); the request is refused with 401", type(exc).__name__, where)
+        return Refused(401)
+    if isinstance(verdict, Admitted):
+        return verdict.principal
+    if isinstance(verdict, Refused):
+        return verdict
+    logger.error("authenticate() failed: it returned %s, not Admitted or Refused; refused", type(verdict).__name__)
+    return Refused(401)
 
 
 def bearer_tokens(tokens: Mapping[str, Principal]) -> Callable[[HTTPConnection], Admitted | Refused]:

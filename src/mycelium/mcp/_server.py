@@ -29,10 +29,8 @@ leaves to the host:
 from __future__ import annotations
 
 import contextvars
-import inspect
 import logging
 import secrets
-import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -58,7 +56,7 @@ from .._distribution import VERSION
 from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
 from .._options import check_int
 from .._signals import AbortController
-from .._text import new_reference, printed
+from .._text import new_reference
 from ._approvals import PageApprovals, with_approval_argument
 from ._catalog import McpCatalogProvider, McpExecutionContext
 from ._elicitation import (
@@ -72,7 +70,8 @@ from ._elicitation import (
 )
 from ._http import Answered, message_id, releasing, request_id, send_error, watch
 from ._keys import SecretKeys
-from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
+from ._principals import Admitted, Authenticate, Principal, Refused, admit, principal_key
+from ._results import answered, failure, tool_result
 from ._sdk import discard_transport, held_transport, revive_transport
 
 __all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSIONS", "McpServer", "create_mcp"]
@@ -138,6 +137,7 @@ class McpServer:
         max_connections_per_principal: int | None,
         secret_keys: SecretKeys | None,
         page_approvals: bool = False,
+        approval_wait_ms: int = 20_000,
     ) -> None:
         if not isinstance(catalog, McpCatalogProvider):
             raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
@@ -170,7 +170,10 @@ class McpServer:
         # the handler only ever sees state it minted. A ring of this process alone serves one replica.
         suspensions = catalog.suspensions
         keys = secret_keys if secret_keys is not None else SecretKeys.of(secrets.token_hex(32))
-        self._approvals = PageApprovals(keys.approval_keys()) if page_approvals and suspensions else None
+        wait_s = check_int("approval_wait_ms", approval_wait_ms) / 1000
+        self._approvals = (
+            PageApprovals(keys.approval_keys(), suspensions, wait_s=wait_s) if page_approvals and suspensions else None
+        )
         self._schema: dict[str, Any] = (
             with_approval_argument(EXECUTE_INPUT_SCHEMA, "")[0] if self._approvals else EXECUTE_INPUT_SCHEMA
         )
@@ -371,27 +374,7 @@ class McpServer:
             await self._discard(session_id)
 
     async def _admit(self, connection: HTTPConnection) -> Principal | Refused:
-        """Run ``authenticate``; a failure inside it refuses (401) and is logged, never a 500."""
-        try:
-            verdict = self._authenticate(connection)
-            if inspect.isawaitable(verdict):
-                # Only an awaiting check can be timed out; a sync one has already answered.
-                with anyio.fail_after(self._authenticate_timeout_s):
-                    verdict = await verdict
-        except Exception as exc:
-            # Its message may hold what the client presented: the operator gets where, not what.
-            frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-            where = f" at {frame.filename}:{frame.lineno}" if frame else ""
-            logger.error(
-                "authenticate() failed (%s raised%s); the request is refused with 401", type(exc).__name__, where
-            )
-            return Refused(401)
-        if isinstance(verdict, Admitted):
-            return verdict.principal
-        if isinstance(verdict, Refused):
-            return verdict
-        logger.error("authenticate() failed: it returned %s, not Admitted or Refused; refused", type(verdict).__name__)
-        return Refused(401)
+        return await admit(self._authenticate, connection, timeout_s=self._authenticate_timeout_s)
 
     async def _still_admitted(self, connection: HTTPConnection, principal: Principal) -> bool:
         verdict = await self._admit(connection)
@@ -586,7 +569,7 @@ class McpServer:
             approvals = self._approvals
             polled = approvals.requested(params.arguments or {}) if approvals is not None else None
             if isinstance(polled, ToolResult):
-                return _tool_result(polled)
+                return tool_result(polled)
 
             # Only a run whose client retries by itself can be handed off: a connection's cannot.
             pause = self._pause.signal if modern else None
@@ -601,6 +584,12 @@ class McpServer:
                 result = await approvals.poll(polled, principal, resume)
             elif paused is None:
                 result = await self._catalog.execute(call, context())
+            elif paused.page is not None and approvals is not None:
+                # A person decides on the page: an answer the client sends along decides nothing.
+                waited = await approvals.retried(paused.page, principal, draining=self._draining)
+                if waited is not None:
+                    return answered(waited)
+                result = await self._catalog.resume_run(paused.suspension_id, None, context())
             elif paused.question is None:
                 if self._draining:
                     return input_required(paused)  # not taken over here: the client's next retry goes elsewhere
@@ -616,7 +605,10 @@ class McpServer:
             while result.suspension is not None:
                 suspension = result.suspension
                 if approvals is not None and not suspension.handed_off and not access.can_ask():
-                    return _tool_result(approvals.waiting(suspension, principal))  # a person decides elsewhere
+                    earlier = paused.page if paused is not None else None  # a person decides elsewhere
+                    return answered(
+                        approvals.paused(suspension, principal, modern=modern, draining=self._draining, earlier=earlier)
+                    )
                 question = None if suspension.handed_off else approval_question(suspension)
                 if modern:
                     return input_required(PausedRun(suspension.id, question))
@@ -626,13 +618,13 @@ class McpServer:
                 if answer:
                     await access.refreshed()
                 result = await self._catalog.resume_run(suspension.id, answer, context(suspension.session_id))
-            return _tool_result(result)
+            return tool_result(result)
         except MCPError:
             raise
         except Exception:
             reference = new_reference()
             logger.exception("execute over MCP failed on the host, reference %s", reference)
-            return _failure(f"The host failed to run this request (reference {reference}). Try again later.")
+            return failure(f"The host failed to run this request (reference {reference}). Try again later.")
         finally:
             if connection is not None:
                 connection.running -= 1
@@ -642,17 +634,6 @@ class McpServer:
         _STDIO_PRINCIPAL.set(principal)
         async with stdio_server() as (read, write):
             await self._server.run(read, write, self._server.create_initialization_options())
-
-
-def _tool_result(result: ToolResult) -> types.CallToolResult:
-    content = [types.TextContent(type="text", text=result.text)]
-    if result.logs:
-        content.append(types.TextContent(type="text", text=f"print output:\n{printed(result.logs)}"))
-    return types.CallToolResult(content=content, is_error=result.is_error)
-
-
-def _failure(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def create_mcp(
@@ -667,6 +648,7 @@ def create_mcp(
     max_connections_per_principal: int | None = None,
     secret_keys: SecretKeys | None = None,
     page_approvals: bool = False,
+    approval_wait_ms: int = 20_000,
 ) -> McpServer:
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
@@ -683,7 +665,9 @@ def create_mcp(
     ``secret_keys`` seals the ``requestState`` of approvals over 2026-07-28: every replica
     behind one address needs the same ring (by default a key of this process only).
     ``page_approvals`` (with suspensions) pauses a confirmation no client can answer for a person to
-    decide on the host's page; the model polls with a handle (see :mod:`mycelium.mcp._approvals`).
+    decide on the host's page; the model polls with a handle (see :mod:`mycelium.mcp._approvals`). A
+    2026-07-28 client's own retries of such a pause wait for the person up to ``approval_wait_ms`` in
+    all (20 s) before the model is given the handle; 0 gives it the handle at once.
     """
     return McpServer(
         catalog=catalog,
@@ -696,4 +680,5 @@ def create_mcp(
         max_connections_per_principal=max_connections_per_principal,
         secret_keys=secret_keys,
         page_approvals=page_approvals,
+        approval_wait_ms=approval_wait_ms,
     )
