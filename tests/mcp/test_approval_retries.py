@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 import mycelium.mcp._approvals
 from mycelium import ExecutionOptions, MemorySuspensions, Suspensions
-from mycelium.cli._approvals import ApprovalsPage
+from mycelium.mcp import approvals_app
 from mycelium.mcp._approvals import MAX_STATE_ROUNDS
 from mycelium.suspensions import StoredSuspension
 from tests.mcp.conftest import ALICE, BOB, TOKENS, Host, Served, served, text_of
@@ -77,7 +77,7 @@ class Page:
 async def paged(host: Host, **options: Any) -> AsyncIterator[Page]:
     store = Watched()
     suspensions = Suspensions(store=store)
-    page = ApprovalsPage(suspensions, approver_token=APPROVER, agent_tokens=list(TOKENS))
+    page = approvals_app(suspensions, approver_token=APPROVER, agent_tokens=list(TOKENS))
     async with served(host, page_approvals=True, suspensions=suspensions, beside={"/approvals": page}, **options) as s:
         base = s.url.removesuffix("/mcp")
         async with httpx2.AsyncClient(base_url=base, timeout=30) as http:

@@ -8,16 +8,29 @@ A token the operator chose is never shown, only where it came from.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from ._approvals import APPROVER_TOKEN_ENV
 from ._target import Target
 
 TOKEN_ENV = "MYCELIUM_TOKEN"
 """Where ``serve --token`` is read from when it is not given; the banner names it, never its value."""
+APPROVER_TOKEN_ENV = "MYCELIUM_APPROVER_TOKEN"
+"""Where ``serve --approver-token`` is read from; the banner names it, never its value."""
+
+
+@dataclass(frozen=True)
+class ApproverLogin:
+    """How a person signs in to the approvals page at ``url``: the approver token (and where it came
+    from: "generated", "env" or "option"), the app's own check (named by ``authenticate``), or both."""
+
+    url: str
+    token: str | None
+    token_source: str
+    authenticate: str | None = None
 
 
 def print_banner(
@@ -31,12 +44,12 @@ def print_banner(
     token_source: str,
     cwd: str,
     store: str | None = None,
-    approvals: tuple[str, str, str] | None = None,
+    approvals: ApproverLogin | None = None,
 ) -> None:
     """Print how to reach the server at ``url``; ``token_source`` says whether the token may be shown.
 
     ``store`` names the store this replica shares (its password already masked), if any;
-    ``approvals`` the approvals page's URL, its approver token and where that came from.
+    ``approvals`` how a person signs in to the approvals page.
     """
     if token_source == "generated":
         shown, note = token, f"generated for this run; set {TOKEN_ENV} to choose one"
@@ -54,14 +67,7 @@ def print_banner(
     if store is not None:
         out.print(f"  Store  {escape(store)}  [dim](connections and paused runs, shared with every replica)[/]")
     if approvals is not None:
-        page, approver, source = approvals
-        origin = APPROVER_TOKEN_ENV if source == "env" else "--approver-token"
-        told = (
-            f"{escape(approver)}  [dim](approver token, generated; set {APPROVER_TOKEN_ENV} to choose one)[/]"
-            if source == "generated"
-            else f"(approver token not shown)  [dim](from {origin})[/]"
-        )
-        out.print(f"  Approvals  {escape(page)}  {told}")
+        out.print(f"  Approvals  {escape(approvals.url)}  {_approver_login(approvals)}")
     out.print()
     out.print("[bold]MCP Inspector[/] (command line):")
     inspector = (
@@ -89,6 +95,21 @@ def print_banner(
     out.print_json(data=stdio_config)
     out.print()
     out.print("Press Ctrl-C to stop.")
+
+
+def _approver_login(login: ApproverLogin) -> str:
+    """How the banner says a person signs in to the approvals page; a token the operator chose is not shown."""
+    told = []
+    if login.token is not None and login.token_source == "generated":
+        told.append(
+            f"{escape(login.token)}  [dim](approver token, generated; set {APPROVER_TOKEN_ENV} to choose one)[/]"
+        )
+    elif login.token is not None:
+        origin = APPROVER_TOKEN_ENV if login.token_source == "env" else "--approver-token"
+        told.append(f"(approver token not shown)  [dim](from {origin})[/]")
+    if login.authenticate is not None:
+        told.append(f"[dim](approvers signed in by {escape(login.authenticate)})[/]")
+    return "  ".join(told)
 
 
 def _launcher() -> list[str]:

@@ -28,14 +28,16 @@ from starlette.types import Receive, Scope, Send
 from ..mcp import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
+    Authenticate,
     McpCatalogProvider,
     McpServer,
     SecretKeys,
+    approvals_app,
     bearer_tokens,
     create_mcp,
 )
-from ._approvals import APPROVALS_PATH, ApprovalsPage
-from ._banner import print_banner
+from ..mcp._approvals_page import APPROVALS_PATH
+from ._banner import ApproverLogin, print_banner
 from ._console import logger
 from ._front import Front, Health, Probe
 from ._owned import LOCAL_PRINCIPAL
@@ -69,10 +71,15 @@ class HttpOptions:
     allow_hosts: Sequence[str]
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
     """How long a stop waits for the requests in flight before cancelling them."""
-    approver_token: str = ""
-    """The approvals page's login (``/approvals``, when the catalog pauses runs)."""
+    approver_token: str | None = None
+    """The approvals page's login (``/approvals``, when the catalog pauses runs); ``None``: only by
+    ``approver_authenticate``."""
     approver_token_source: str = "generated"
     """"generated", "env" or "option": whether the banner may show the approver token."""
+    approver_authenticate: Authenticate | None = None
+    """The app's own check of who may approve on the page."""
+    approver_authenticate_name: str | None = None
+    """How to name that check to a person (its ``module:attribute``)."""
 
 
 @dataclass(frozen=True)
@@ -99,20 +106,30 @@ async def serve_http(
     """Serve ``catalog`` until a signal stops it; the banner goes to ``out``. Raises :class:`ServeError`."""
     host, token, allow_hosts = http.host, http.token, http.allow_hosts
     suspensions = catalog.suspensions
+    hosts = [*LOOPBACK_HOSTS, *(f"{allowed}:*" for allowed in allow_hosts)]
+    origins = [
+        *LOOPBACK_ORIGINS,
+        *(f"{scheme}://{allowed}:*" for allowed in allow_hosts for scheme in ("http", "https")),
+    ]
     page = (
         None
         if suspensions is None
-        else ApprovalsPage(suspensions, approver_token=http.approver_token, agent_tokens=[token])
+        else approvals_app(
+            suspensions,
+            approver_token=http.approver_token,
+            authenticate=http.approver_authenticate,
+            agent_tokens=[token],
+            allowed_hosts=hosts,
+            allowed_origins=origins,
+            secret_keys=replica.secret_keys if replica is not None else None,
+        )
     )
     server = create_mcp(
         catalog=catalog,
         authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}),
         name=name,
-        allowed_hosts=[*LOOPBACK_HOSTS, *(f"{allowed}:*" for allowed in allow_hosts)],
-        allowed_origins=[
-            *LOOPBACK_ORIGINS,
-            *(f"{scheme}://{allowed}:*" for allowed in allow_hosts for scheme in ("http", "https")),
-        ],
+        allowed_hosts=hosts,
+        allowed_origins=origins,
         # Without a ring the server seals under a key of this process, which is right for one replica.
         secret_keys=replica.secret_keys if replica is not None else None,
         page_approvals=page is not None,
@@ -141,13 +158,18 @@ async def serve_http(
                 store=replica.store if replica is not None else None,
                 approvals=None
                 if page is None
-                else (url.removesuffix(MCP_PATH) + APPROVALS_PATH, http.approver_token, http.approver_token_source),
+                else ApproverLogin(
+                    url.removesuffix(MCP_PATH) + APPROVALS_PATH,
+                    http.approver_token,
+                    http.approver_token_source,
+                    http.approver_authenticate_name,
+                ),
             )
             yield
 
     routes = [Route(MCP_PATH, _AsgiEndpoint(server))]
     if page is not None:  # its own login, outside /mcp
-        routes += [Route(APPROVALS_PATH, page), Route(f"{APPROVALS_PATH}/{{action}}", page)]
+        routes += [Route(APPROVALS_PATH, page), Route(f"{APPROVALS_PATH}/{{rest:path}}", page)]
     web_app = Starlette(routes=routes, lifespan=lifespan)
     front = Front(web_app, Health(replica.probe if replica is not None else None))
     web = _Uvicorn(

@@ -11,6 +11,7 @@ exit code 1, Ctrl-C while APP loads 130.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import os
 import secrets
@@ -24,9 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..mcp import McpCatalog, McpCatalogProvider
-from ._approvals import APPROVER_TOKEN_ENV
-from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError
-from ._banner import TOKEN_ENV
+from ._apps import DEFAULT_ATTRIBUTE, EXIT_BAD_APP, EXIT_FAILED, AppError, load_approver_authenticate
+from ._banner import APPROVER_TOKEN_ENV, TOKEN_ENV
 from ._console import logger, logging_to
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._stdio import serve_stdio
@@ -105,8 +105,19 @@ def serve(
             envvar=APPROVER_TOKEN_ENV,
             show_envvar=True,
             help="The login of the approvals page at /approvals (HTTP, when the app pauses runs for approval), "
-            "where a person approves or declines what waits. Never the agents' token. Without one, a token "
-            "is generated and printed.",
+            "where a person approves or declines what waits. Never the agents' token. Without one (and "
+            "without --approver-auth), a token is generated and printed.",
+            show_default=False,
+        ),
+    ] = None,
+    approver_auth: Annotated[
+        str | None,
+        typer.Option(
+            "--approver-auth",
+            metavar="MODULE:ATTR",
+            help="The app's own check of who may approve on /approvals: a function (sync or async) given the "
+            "HTTP request (its headers and cookies) returning mycelium.mcp.Admitted(Member(...)) or Refused(). "
+            "No approver token is generated then; --approver-token still works beside it.",
             show_default=False,
         ),
     ] = None,
@@ -153,13 +164,17 @@ def serve(
             "the approver token must differ from the agents' token: an agent must never approve its own calls",
             param_hint=f"--approver-token / {APPROVER_TOKEN_ENV}",
         )
-    approver_token = approver_token.strip() if approver_token is not None else secrets.token_urlsafe(32)
+    if approver_token is not None:
+        approver_token = approver_token.strip()
+    elif approver_auth is None:
+        approver_token = secrets.token_urlsafe(32)
     try:
         shared = SharedStore.configure(store) if store is not None else None
         with logging_to(err, log_level):
             anyio.run(
                 lambda: _serve_target(
                     target,
+                    approver_auth=approver_auth,
                     transport=transport,
                     name=name,
                     http=HttpOptions(
@@ -191,12 +206,26 @@ def serve(
 
 
 async def _serve_target(
-    target: Target, *, transport: Transport, name: str, http: HttpOptions, out: Console, shared: SharedStore | None
+    target: Target,
+    *,
+    approver_auth: str | None,
+    transport: Transport,
+    name: str,
+    http: HttpOptions,
+    out: Console,
+    shared: SharedStore | None,
 ) -> None:
     # Whatever the app prints while loading must not reach stdout in stdio mode: it carries the protocol.
     redirect = contextlib.redirect_stdout(sys.stderr) if transport is Transport.stdio else contextlib.nullcontext()
     with redirect:
         catalog, label = await target.load()
+    if approver_auth is not None:
+        try:
+            check = load_approver_authenticate(approver_auth)
+        except AppError:
+            await _close_unentered(catalog)
+            raise
+        http = dataclasses.replace(http, approver_authenticate=check, approver_authenticate_name=approver_auth)
     replica = None
     if shared is not None:
         try:

@@ -68,7 +68,7 @@ from ._elicitation import (
     input_required,
     paused_run,
 )
-from ._http import Answered, message_id, releasing, request_id, send_error, watch
+from ._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Answered, message_id, releasing, request_id, send_error, watch
 from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, admit, principal_key
 from ._results import answered, failure, tool_result
@@ -83,10 +83,6 @@ PROTOCOL_VERSIONS: tuple[str, ...] = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROT
 EXECUTE = "execute"
 """The one tool's name."""
 
-LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-"""The ``Host`` values accepted by default: loopback, any port."""
-LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
-"""The ``Origin`` values accepted by default."""
 _SESSION_HEADER = "mcp-session-id"
 _PRINCIPAL = "mycelium.principal"
 _GONE = "mycelium.gone"
