@@ -43,7 +43,7 @@ PUBLIC: dict[str, list[str]] = {
         "LOOPBACK_ORIGINS", "Load", "McpAuthority", "McpCatalog", "McpCatalogProvider", "McpExecutionContext",
         "McpServer", "Member", "MemoryConnections", "PROTOCOL_VERSIONS", "PostgresConnections", "Principal", "Refused",
         "SecretKeys", "SqliteConnections",
-        "TeamKey", "bearer_tokens", "create_mcp", "create_mcp_catalog", "mcp_source",
+        "TeamKey", "approvals_app", "bearer_tokens", "create_mcp", "create_mcp_catalog", "mcp_source",
     ],
     "mycelium.sandbox": [
         "BindingCallback", "DecisionDeferred", "LanguageFacts", "Leaf", "NamespaceTree", "PendingCalls", "Sandbox",

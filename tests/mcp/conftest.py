@@ -8,7 +8,7 @@ before the server starts, so a client may connect at once: nothing waits by slee
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,7 +176,11 @@ async def served(
     suspensions: Suspensions | None = None,
     secret_keys: SecretKeys | None = None,
     page_approvals: bool = False,
+    approval_wait_ms: int = 20_000,
+    beside: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Served]:
+    """The server at ``/mcp`` on loopback; ``beside`` maps path prefixes to other ASGI apps served on the
+    same address (the approvals page, say)."""
     host = host or Host()
     async with AsyncExitStack() as stack:
         catalog = create_mcp_catalog(
@@ -195,9 +199,24 @@ async def served(
             max_connections_per_principal=max_connections_per_principal,
             secret_keys=secret_keys,
             page_approvals=page_approvals,
+            approval_wait_ms=approval_wait_ms,
         )
-        base = await stack.enter_async_context(serve_asgi(server.asgi))
+        base = await stack.enter_async_context(serve_asgi(_beside(server.asgi, beside or {})))
         yield Served(f"{base}/mcp", server, catalog, host)
+
+
+def _beside(main: Any, others: Mapping[str, Any]) -> Any:
+    """``main``, with each of ``others`` answering the HTTP requests under its path prefix."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        for prefix, other in others.items():
+            if scope["type"] == "http" and (path == prefix or path.startswith(prefix + "/")):
+                await other(scope, receive, send)
+                return
+        await main(scope, receive, send)
+
+    return app
 
 
 def text_of(result: Any) -> str:

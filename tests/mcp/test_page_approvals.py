@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -25,6 +26,15 @@ HANDLE = re.compile(r'"approval": "([^"]+)"')
 def era(request: pytest.FixtureRequest) -> str:
     """The client's mode: a 2025-11-25 connection, or requests of 2026-07-28."""
     return str(request.param)
+
+
+BRIEF_WAIT_MS = 200
+"""How long a 2026-07-28 client's own retries wait for the person here before the model gets the handle."""
+
+
+def paged(host: Host, **options: Any) -> AbstractAsyncContextManager[Served]:
+    """The server with the approvals page on: a person decides elsewhere, and retries wait only briefly."""
+    return served(host, page_approvals=True, approval_wait_ms=BRIEF_WAIT_MS, **options)
 
 
 def granted() -> Host:
@@ -55,7 +65,7 @@ async def decide(s: Served, approved: bool) -> None:
 
 async def test_a_confirmation_no_client_can_answer_pauses_and_gives_the_model_a_handle(era: str) -> None:
     host = granted()
-    async with served(host, page_approvals=True) as s, s.client(mode=era) as client:
+    async with paged(host) as s, s.client(mode=era) as client:
         result = await client.call_tool("execute", {"code": PROGRAM})
         [pending] = await waiting(s)
     text = text_of(result)
@@ -71,7 +81,7 @@ async def test_a_confirmation_no_client_can_answer_pauses_and_gives_the_model_a_
 async def test_the_models_text_never_carries_the_arguments(era: str) -> None:
     secret = "do-not-show-this-argument"
     code = f"return await notes.delete(id=len({secret!r}))"
-    async with served(granted(), page_approvals=True) as s, s.client(mode=era) as client:
+    async with paged(granted()) as s, s.client(mode=era) as client:
         result = await client.call_tool("execute", {"code": code})
         [pending] = await waiting(s)
     assert pending.arguments == {"id": len(secret)}
@@ -81,7 +91,7 @@ async def test_the_models_text_never_carries_the_arguments(era: str) -> None:
 
 async def test_a_poll_before_anyone_decides_is_approval_pending_and_runs_nothing(era: str) -> None:
     host = granted()
-    async with served(host, page_approvals=True) as s, s.client(mode=era) as client:
+    async with paged(host) as s, s.client(mode=era) as client:
         handle = handle_in(text_of(await client.call_tool("execute", {"code": PROGRAM})))
         polled = await client.call_tool("execute", {"approval": handle})
         still = await waiting(s)
@@ -94,7 +104,7 @@ async def test_a_poll_before_anyone_decides_is_approval_pending_and_runs_nothing
 
 async def test_an_approved_run_resumes_once_on_the_poll_and_gives_the_programs_result(era: str) -> None:
     host = granted()
-    async with served(host, page_approvals=True) as s, s.client(mode=era) as client:
+    async with paged(host) as s, s.client(mode=era) as client:
         handle = handle_in(text_of(await client.call_tool("execute", {"code": PROGRAM})))
         await decide(s, approved=True)
         done = await client.call_tool("execute", {"approval": handle})
@@ -108,7 +118,7 @@ async def test_an_approved_run_resumes_once_on_the_poll_and_gives_the_programs_r
 async def test_a_declined_call_never_runs_and_the_poll_gives_the_programs_refusal(era: str) -> None:
     host = granted()
     code = "gone = await notes.delete(id=1)\nreturn gone"
-    async with served(host, page_approvals=True) as s, s.client(mode=era) as client:
+    async with paged(host) as s, s.client(mode=era) as client:
         handle = handle_in(text_of(await client.call_tool("execute", {"code": code})))
         await decide(s, approved=False)
         done = await client.call_tool("execute", {"approval": handle})
@@ -120,7 +130,7 @@ async def test_a_declined_call_never_runs_and_the_poll_gives_the_programs_refusa
 
 async def test_two_polls_at_once_after_the_decision_resume_the_run_exactly_once(era: str) -> None:
     host = granted()
-    async with served(host, page_approvals=True) as s, s.client(mode=era) as client:
+    async with paged(host) as s, s.client(mode=era) as client:
         handle = handle_in(text_of(await client.call_tool("execute", {"code": PROGRAM})))
         await decide(s, approved=True)
         answers: list[str] = []
@@ -141,7 +151,7 @@ async def test_two_polls_at_once_after_the_decision_resume_the_run_exactly_once(
 
 async def test_a_handle_serves_only_the_principal_it_was_minted_for(era: str) -> None:
     host = granted()
-    async with served(host, page_approvals=True) as s:
+    async with paged(host) as s:
         async with s.client(mode=era) as alice:
             handle = handle_in(text_of(await alice.call_tool("execute", {"code": PROGRAM})))
         await decide(s, approved=True)
@@ -170,7 +180,7 @@ async def test_a_handle_serves_only_the_principal_it_was_minted_for(era: str) ->
 async def test_a_call_must_give_code_or_a_handle_and_is_told_which(
     era: str, arguments: dict[str, Any], advice: str
 ) -> None:
-    async with served(granted(), page_approvals=True) as s, s.client(mode=era) as client:
+    async with paged(granted()) as s, s.client(mode=era) as client:
         result = await client.call_tool("execute", arguments)
     assert result.is_error
     assert advice in text_of(result)
@@ -178,14 +188,14 @@ async def test_a_call_must_give_code_or_a_handle_and_is_told_which(
 
 
 async def test_the_execute_schema_offers_the_handle_only_when_a_page_decides() -> None:
-    async with served(granted(), page_approvals=True) as s, s.client() as client:
-        [paged] = (await client.list_tools()).tools
+    async with paged(granted()) as s, s.client() as client:
+        [offered] = (await client.list_tools()).tools
     async with served(granted()) as s, s.client() as client:
         [plain] = (await client.list_tools()).tools
-    assert set(paged.input_schema["properties"]) == {"code", "approval"}
-    assert "required" not in paged.input_schema
-    assert paged.input_schema["additionalProperties"] is False
-    assert '{"approval": "<handle>"}' in (paged.description or "")
+    assert set(offered.input_schema["properties"]) == {"code", "approval"}
+    assert "required" not in offered.input_schema
+    assert offered.input_schema["additionalProperties"] is False
+    assert '{"approval": "<handle>"}' in (offered.description or "")
     assert set(plain.input_schema["properties"]) == {"code"}
     assert plain.input_schema["required"] == ["code"]
 
@@ -201,7 +211,7 @@ async def test_without_the_page_a_client_that_cannot_be_asked_is_still_refused(e
 async def test_a_client_that_can_be_asked_is_still_asked_with_the_page_on(era: str) -> None:
     host = granted()
     person = Person("accept", {"approve": True})
-    async with served(host, page_approvals=True) as s, s.client(elicitation=person, mode=era) as client:
+    async with paged(host) as s, s.client(elicitation=person, mode=era) as client:
         result = await client.call_tool("execute", {"code": PROGRAM})
     assert json.loads(text_of(result)) == [3, True]
     assert len(person.asked) == 1
@@ -210,7 +220,7 @@ async def test_a_client_that_can_be_asked_is_still_asked_with_the_page_on(era: s
 async def test_an_expired_approval_is_no_longer_listed_and_its_poll_says_expired(era: str) -> None:
     host = granted()
     expiring = Suspensions(expires_after_ms=1)
-    async with served(host, page_approvals=True, suspensions=expiring) as s, s.client(mode=era) as client:
+    async with paged(host, suspensions=expiring) as s, s.client(mode=era) as client:
         handle = handle_in(text_of(await client.call_tool("execute", {"code": PROGRAM})))
         listed = await waiting(s)
         polled = await client.call_tool("execute", {"approval": handle})

@@ -17,9 +17,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from ..mcp import McpCatalogProvider
+from ..mcp import Authenticate, McpCatalogProvider
 from ._app_exceptions import describe_raised
 from ._owned import owned_catalog
 
@@ -84,7 +84,26 @@ def parse_app(app: str) -> AppSpec:
 async def load_catalog(app: str) -> McpCatalogProvider:
     """Import ``APP`` and return its catalog, calling (and awaiting) a factory. Raises :class:`AppError`."""
     spec = parse_app(app)
-    value: object = _import(spec)
+    return await resolve_catalog(_attribute(spec, _import(spec)), str(spec), home=spec.home)
+
+
+def load_approver_authenticate(text: str) -> Authenticate:
+    """The function ``module:attribute`` or ``path.py:attribute`` names, for ``serve --approver-auth``.
+
+    A file the APP already loaded is not run again: its module is reused, so the function sees
+    the same objects as the catalog. Raises :class:`AppError`.
+    """
+    if ":" not in text:
+        raise AppError(f"--approver-auth {text!r} names no function; expected module:attribute or path.py:attribute")
+    spec = parse_app(text)
+    value = _attribute(spec, _import(spec, reuse=True))
+    if not callable(value):
+        raise AppError(f"--approver-auth {spec} is a {type(value).__name__}, not a function taking the HTTP request")
+    return cast(Authenticate, value)  # what it returns is checked on every request (mycelium.mcp admit)
+
+
+def _attribute(spec: AppSpec, module: object) -> object:
+    value = module
     walked: list[str] = []
     for part in spec.attribute.split("."):
         walked.append(part)
@@ -93,7 +112,7 @@ async def load_catalog(app: str) -> McpCatalogProvider:
         except AttributeError:
             target = spec.file if spec.file is not None else spec.module
             raise AppError(f"{target} has no attribute {'.'.join(walked)!r}") from None
-    return await resolve_catalog(value, str(spec), home=spec.home)
+    return value
 
 
 async def resolve_catalog(
@@ -153,11 +172,14 @@ def _owned(value: object, where: str) -> McpCatalogProvider | None:
         raise AppError(str(exc)) from None
 
 
-def _import(spec: AppSpec) -> object:
+def _import(spec: AppSpec, *, reuse: bool = False) -> object:
     if spec.file is not None:
         path = spec.file.resolve()
         if not path.is_file():
             raise AppError(f"no such file: {spec.file}")
+        loaded = [module for module in list(sys.modules.values()) if getattr(module, "__file__", None) == str(path)]
+        if reuse and loaded:
+            return loaded[-1]
         # The file's module name is its stem, unless that would replace a module already loaded.
         name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else f"_mycelium_app_{path.stem}"
         loader_spec = importlib.util.spec_from_file_location(name, path)

@@ -9,17 +9,29 @@ shown with the file it is kept in.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from ._approvals import APPROVER_TOKEN_ENV
 from ._target import Target
 from ._tokens import Secret
 
 TOKEN_ENV = "MYCELIUM_TOKEN"
 """Where ``serve --token`` is read from when it is not given; the banner names it, never its value."""
+APPROVER_TOKEN_ENV = "MYCELIUM_APPROVER_TOKEN"
+"""Where ``serve --approver-token`` is read from; the banner names it, never its value."""
+
+
+@dataclass(frozen=True)
+class ApproverLogin:
+    """How a person signs in to the approvals page at ``url``: the approver token, the app's own check
+    (named by ``authenticate``), or both."""
+
+    url: str
+    token: Secret | None
+    authenticate: str | None = None
 
 
 def print_banner(
@@ -32,12 +44,12 @@ def print_banner(
     token: Secret,
     cwd: str,
     store: str | None = None,
-    approvals: tuple[str, Secret] | None = None,
+    approvals: ApproverLogin | None = None,
 ) -> None:
     """Print how to reach the server at ``url``; a token the operator chose is not shown.
 
     ``store`` names the store this replica shares (its password already masked), if any;
-    ``approvals`` the approvals page's URL and its approver token.
+    ``approvals`` how a person signs in to the approvals page.
     """
     if token.chosen:
         # The operator chose this secret; keep it out of terminals and logs.
@@ -51,10 +63,7 @@ def print_banner(
     if store is not None:
         out.print(f"  Store  {escape(store)}  [dim](connections and paused runs, shared with every replica)[/]")
     if approvals is not None:
-        page, approver = approvals
-        out.print(
-            f"  Approvals  {escape(page)}  {_told(approver, APPROVER_TOKEN_ENV, '--approver-token', 'approver token')}"
-        )
+        out.print(f"  Approvals  {escape(approvals.url)}  {_approver_login(approvals)}")
     out.print()
     out.print("[bold]MCP Inspector[/] (command line):")
     inspector = (
@@ -95,6 +104,16 @@ def _told(secret: Secret, env: str, option: str, what: str = "") -> str:
         f"{escape(secret.value)}  [dim]({named}{kept} in {escape(str(secret.file))}; delete the file for a new one, "
         f"or set {env})[/]"
     )
+
+
+def _approver_login(login: ApproverLogin) -> str:
+    """How the banner says a person signs in to the approvals page: the approver token, the app's own check, or both."""
+    told = []
+    if login.token is not None:
+        told.append(_told(login.token, APPROVER_TOKEN_ENV, "--approver-token", "approver token"))
+    if login.authenticate is not None:
+        told.append(f"[dim](approvers signed in by {escape(login.authenticate)})[/]")
+    return "  ".join(told)
 
 
 def _launcher() -> list[str]:

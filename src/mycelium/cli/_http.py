@@ -29,14 +29,16 @@ from starlette.types import Receive, Scope, Send
 from ..mcp import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
+    Authenticate,
     McpCatalogProvider,
     McpServer,
     SecretKeys,
+    approvals_app,
     bearer_tokens,
     create_mcp,
 )
-from ._approvals import APPROVALS_PATH, ApprovalsPage
-from ._banner import print_banner
+from ..mcp._approvals_page import APPROVALS_PATH
+from ._banner import ApproverLogin, print_banner
 from ._console import logger
 from ._front import Front, Health, Probe
 from ._owned import LOCAL_PRINCIPAL
@@ -68,11 +70,16 @@ class HttpOptions:
     token: Secret
     """The agents' token."""
     allow_hosts: Sequence[str]
-    approver_token: Callable[[], Secret]
-    """The approvals page's login (``/approvals``), asked for only when the catalog pauses runs, so an
-    app without the page has no approver token kept for it."""
+    approver_token: Callable[[], Secret] | None
+    """The approvals page's token sign-in (``/approvals``), asked for only when the catalog pauses runs,
+    so an app without the page has no approver token kept for it; ``None``: none, only
+    ``approver_authenticate`` signs people in."""
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
     """How long a stop waits for the requests in flight before cancelling them."""
+    approver_authenticate: Authenticate | None = None
+    """The app's own check of who may approve on the page (``--approver-auth``)."""
+    approver_authenticate_name: str | None = None
+    """How to name that check to a person (its ``module:attribute``)."""
 
 
 @dataclass(frozen=True)
@@ -99,25 +106,35 @@ async def serve_http(
     """Serve ``catalog`` until a signal stops it; the banner goes to ``out``. Raises :class:`ServeError`."""
     host, token, allow_hosts = http.host, http.token.value, http.allow_hosts
     suspensions = catalog.suspensions
-    approver = None if suspensions is None else http.approver_token()
+    approver = None if suspensions is None or http.approver_token is None else http.approver_token()
     if approver is not None and approver.value == token:
         where = f"the approver token kept in {approver.file}" if approver.file else "the approver token"
         hint = f"delete {approver.file} to have a new one generated" if approver.file else "choose another"
         raise TokenFileError(f"{where} is the agents' token too: an agent must never approve its own calls; {hint}")
+    hosts = [*LOOPBACK_HOSTS, *(f"{allowed}:*" for allowed in allow_hosts)]
+    origins = [
+        *LOOPBACK_ORIGINS,
+        *(f"{scheme}://{allowed}:*" for allowed in allow_hosts for scheme in ("http", "https")),
+    ]
     page = (
         None
-        if suspensions is None or approver is None
-        else ApprovalsPage(suspensions, approver_token=approver.value, agent_tokens=[token])
+        if suspensions is None
+        else approvals_app(
+            suspensions,
+            approver_token=None if approver is None else approver.value,
+            authenticate=http.approver_authenticate,
+            agent_tokens=[token],
+            allowed_hosts=hosts,
+            allowed_origins=origins,
+            secret_keys=replica.secret_keys if replica is not None else None,
+        )
     )
     server = create_mcp(
         catalog=catalog,
         authenticate=bearer_tokens({token: LOCAL_PRINCIPAL}),
         name=name,
-        allowed_hosts=[*LOOPBACK_HOSTS, *(f"{allowed}:*" for allowed in allow_hosts)],
-        allowed_origins=[
-            *LOOPBACK_ORIGINS,
-            *(f"{scheme}://{allowed}:*" for allowed in allow_hosts for scheme in ("http", "https")),
-        ],
+        allowed_hosts=hosts,
+        allowed_origins=origins,
         # Without a ring the server seals under a key of this process, which is right for one replica.
         secret_keys=replica.secret_keys if replica is not None else None,
         page_approvals=page is not None,
@@ -143,13 +160,17 @@ async def serve_http(
                 token=http.token,
                 cwd=os.getcwd(),
                 store=replica.store if replica is not None else None,
-                approvals=None if approver is None else (url.removesuffix(MCP_PATH) + APPROVALS_PATH, approver),
+                approvals=None
+                if page is None
+                else ApproverLogin(
+                    url.removesuffix(MCP_PATH) + APPROVALS_PATH, approver, http.approver_authenticate_name
+                ),
             )
             yield
 
     routes = [Route(MCP_PATH, _AsgiEndpoint(server))]
     if page is not None:  # its own login, outside /mcp
-        routes += [Route(APPROVALS_PATH, page), Route(f"{APPROVALS_PATH}/{{action}}", page)]
+        routes += [Route(APPROVALS_PATH, page), Route(f"{APPROVALS_PATH}/{{rest:path}}", page)]
     web_app = Starlette(routes=routes, lifespan=lifespan)
     front = Front(web_app, Health(replica.probe if replica is not None else None))
     web = _Uvicorn(

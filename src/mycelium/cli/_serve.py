@@ -12,6 +12,7 @@ exit code 1, Ctrl-C while APP loads 130.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import os
 import sys
@@ -24,9 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..mcp import McpCatalog, McpCatalogProvider
-from ._approvals import APPROVER_TOKEN_ENV
-from ._apps import DEFAULT_ATTRIBUTE, AppError
-from ._banner import TOKEN_ENV
+from ._apps import DEFAULT_ATTRIBUTE, AppError, load_approver_authenticate
+from ._banner import APPROVER_TOKEN_ENV, TOKEN_ENV
 from ._console import LogFormat, logger, logging_to
 from ._evidence import EvidenceFiles
 from ._exits import ExitCode
@@ -145,7 +145,18 @@ def serve(
             show_envvar=True,
             help="The login of the approvals page at /approvals (HTTP, when the app pauses runs for approval), "
             "where a person approves or declines what waits. Never the agents' token. Without one, the one "
-            "kept in --data-dir is used (generated and printed the first time).",
+            "kept in --data-dir is used (generated and printed the first time), unless --approver-auth is given.",
+            show_default=False,
+        ),
+    ] = None,
+    approver_auth: Annotated[
+        str | None,
+        typer.Option(
+            "--approver-auth",
+            metavar="MODULE:ATTR",
+            help="The app's own check of who may approve on /approvals: a function (sync or async) given the "
+            "HTTP request (its headers and cookies) returning mycelium.mcp.Admitted(Member(...)) or Refused(). "
+            "No approver token is kept or generated then; --approver-token still works beside it.",
             show_default=False,
         ),
     ] = None,
@@ -216,7 +227,9 @@ def serve(
                 port,
                 _chosen(ctx, "token", token) or kept_token(data_dir / TOKEN_FILE),
                 tuple(allow_host or ()),
-                lambda: chosen_approver or kept_token(data_dir / APPROVER_TOKEN_FILE),
+                (lambda: chosen_approver or kept_token(data_dir / APPROVER_TOKEN_FILE))
+                if chosen_approver is not None or approver_auth is None
+                else None,
                 drain_seconds,
             )
         spans = exporting_spans(otlp_endpoint, name) if otlp_endpoint else contextlib.nullcontext()
@@ -224,6 +237,7 @@ def serve(
             anyio.run(
                 lambda: _serve_target(
                     target,
+                    approver_auth=approver_auth,
                     transport=transport,
                     name=name,
                     http=http,
@@ -245,6 +259,7 @@ def serve(
 async def _serve_target(
     target: Target,
     *,
+    approver_auth: str | None = None,
     transport: Transport,
     name: str,
     http: HttpOptions | None,
@@ -258,6 +273,13 @@ async def _serve_target(
         catalog, label = await waking_at_signals(target.load)
     if evidence is not None:
         _observe(catalog, evidence)
+    if approver_auth is not None and http is not None:
+        try:
+            check = load_approver_authenticate(approver_auth)
+        except AppError:
+            await _close_unentered(catalog)
+            raise
+        http = dataclasses.replace(http, approver_authenticate=check, approver_authenticate_name=approver_auth)
     replica = None
     if shared is not None:
         try:

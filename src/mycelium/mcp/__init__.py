@@ -1,9 +1,11 @@
 """Serve a Mycelium catalog over MCP: one ``execute`` tool, authenticated on every request.
 
 ``create_mcp(catalog=..., authenticate=...)`` builds the server; ``create_mcp_catalog``
-builds the catalog for hosts that install apps as modules and capability sources.
+builds the catalog for hosts that install apps as modules and capability sources;
+``approvals_app`` is the page where a person decides what paused runs wait for.
 """
 
+from ._approvals_page import approvals_app
 from ._catalog import DEFAULT_MAX_CONNECTIONS, McpCatalog, create_mcp_catalog
 from ._connections import ConnectionStore, MemoryConnections, PostgresConnections, SqliteConnections
 from ._keys import SecretKeys
@@ -35,6 +37,7 @@ __all__ = [
     "SecretKeys",
     "SqliteConnections",
     "TeamKey",
+    "approvals_app",
     "bearer_tokens",
     "create_mcp",
     "create_mcp_catalog",

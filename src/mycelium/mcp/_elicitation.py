@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from .._access import Access, ConfirmAnswer, ConfirmRequest, Grant
 from ..suspensions import Suspension
+from ._approvals import AwaitingPerson
 from ._provider import McpAuthority
 
 __all__ = [
@@ -186,17 +187,29 @@ class RequestAccess:
 class PausedRun:
     """What a requestState carries: the paused run's id in the store, and the question to ask again.
 
-    ``question`` is ``None`` for a run handed off by a stopping replica: nobody is asked, the
-    client retries at once and whichever replica answers resumes it. Only the SDK's boundary
-    ever sees the state sealed; it opened and checked the client's copy (key, principal, tool
-    call, deadline) before this module reads it.
+    ``question`` is ``None`` when the client is asked nothing: for a run handed off by a
+    stopping replica (the client retries at once and whichever replica answers resumes it),
+    and for one a person decides on the host's page (``page``: its retries wait for that
+    decision, and any answer they carry decides nothing). Only the SDK's boundary ever sees
+    the state sealed; it opened and checked the client's copy (key, principal, tool call,
+    deadline) before this module reads it.
     """
 
     suspension_id: str
     question: str | None
+    page: AwaitingPerson | None = None
+
+    @classmethod
+    def awaiting(cls, page: AwaitingPerson) -> PausedRun:
+        """The state of a run a person decides on the page."""
+        return cls(page.suspension_id, None, page)
 
     def state(self) -> str:
-        return json.dumps({"suspension": self.suspension_id, "question": self.question})
+        page = self.page
+        fields: dict[str, object] = {"suspension": self.suspension_id, "question": self.question}
+        if page is not None:
+            fields["page"] = [page.session_id, page.path, page.rounds, page.until]
+        return json.dumps(fields)
 
 
 def paused_run(state: str | None) -> PausedRun | None:
@@ -205,8 +218,13 @@ def paused_run(state: str | None) -> PausedRun | None:
         return None
     try:
         fields = json.loads(state)
-        question = fields["question"]
-        return PausedRun(str(fields["suspension"]), None if question is None else str(question))
+        question, suspension_id = fields["question"], str(fields["suspension"])
+        page = fields.get("page")
+        if page is not None:
+            session_id, path, rounds, until = page
+            awaiting = AwaitingPerson(suspension_id, str(session_id), str(path), int(rounds), float(until))
+            return PausedRun.awaiting(awaiting)
+        return PausedRun(suspension_id, None if question is None else str(question))
     except (ValueError, TypeError, KeyError):
         # Minted by this server under the ring yet unreadable: another release's state.
         raise MCPError(code=types.INVALID_PARAMS, message="Invalid or expired requestState") from None

@@ -8,12 +8,41 @@ response the SDK leaves unfinished is finished here, never turned into a 500.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
 from starlette.types import Message, Receive, Send
 
-__all__ = ["Answered", "message_id", "releasing", "request_id", "send_error", "stays_connected", "watch"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "LOOPBACK_ORIGINS",
+    "Answered",
+    "allowed",
+    "message_id",
+    "releasing",
+    "request_id",
+    "send_error",
+    "stays_connected",
+    "watch",
+]
+
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+"""The ``Host`` values accepted by default: loopback, any port."""
+LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+"""The ``Origin`` values accepted by default."""
+
+
+def allowed(value: str | None, patterns: Sequence[str]) -> bool:
+    """Whether a ``Host`` or ``Origin`` value is one of ``patterns``; ``"name:*"`` is ``name`` on any port
+    (its default one included)."""
+    if not value:
+        return False
+    for pattern in patterns:
+        if value == pattern:
+            return True
+        if pattern.endswith(":*") and (value == pattern[:-2] or value.startswith(pattern[:-1])):
+            return True
+    return False
 
 
 async def stays_connected() -> Message:

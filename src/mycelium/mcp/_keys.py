@@ -29,6 +29,7 @@ _MAX_KEYS = 16
 _SUSPENSIONS = b"mycelium/suspensions/v1"
 _REQUEST_STATE = b"mycelium/request-state/v1"
 _APPROVAL_HANDLES = b"mycelium/approval-handle/v1"
+_APPROVALS_PAGE = b"mycelium/approvals-page/v1"
 
 
 class SecretKeys:
@@ -125,6 +126,11 @@ class SecretKeys:
     def approval_keys(self) -> list[bytes]:
         """The keys for approval handles, newest first (the first seals, all open)."""
         return [self._derive(_APPROVAL_HANDLES, key) for key in self._keys]
+
+    def approvals_page_key(self) -> bytes:
+        """The key that signs the approvals page's forms when no approver token does (the newest only:
+        a form signed under an older one is refused as stale, and reloading the page fixes it)."""
+        return self._derive(_APPROVALS_PAGE, self._keys[0])
 
     @staticmethod
     def _derive(purpose: bytes, key: str) -> bytes:

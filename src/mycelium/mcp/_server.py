@@ -56,7 +56,7 @@ from .._distribution import VERSION
 from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
 from .._options import check_int
 from .._signals import AbortController
-from .._text import new_reference, printed
+from .._text import new_reference
 from ._approvals import PageApprovals, with_approval_argument
 from ._authentication import Authentication
 from ._elicitation import (
@@ -68,10 +68,11 @@ from ._elicitation import (
     input_required,
     paused_run,
 )
-from ._http import Answered, message_id, releasing, request_id, send_error, watch
+from ._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Answered, message_id, releasing, request_id, send_error, watch
 from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
 from ._provider import McpCatalogProvider, McpExecutionContext
+from ._results import answered, failure, tool_result
 from ._sdk import discard_transport, held_transport, revive_transport
 
 __all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSIONS", "McpServer", "create_mcp"]
@@ -83,10 +84,6 @@ PROTOCOL_VERSIONS: tuple[str, ...] = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROT
 EXECUTE = "execute"
 """The one tool's name."""
 
-LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-"""The ``Host`` values accepted by default: loopback, any port."""
-LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
-"""The ``Origin`` values accepted by default."""
 _SESSION_HEADER = "mcp-session-id"
 _PRINCIPAL = "mycelium.principal"
 _GONE = "mycelium.gone"
@@ -137,6 +134,7 @@ class McpServer:
         max_connections_per_principal: int | None,
         secret_keys: SecretKeys | None,
         page_approvals: bool = False,
+        approval_wait_ms: int = 20_000,
     ) -> None:
         if not isinstance(catalog, McpCatalogProvider):
             raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
@@ -168,7 +166,10 @@ class McpServer:
         # the handler only ever sees state it minted. A ring of this process alone serves one replica.
         suspensions = catalog.suspensions
         keys = secret_keys if secret_keys is not None else SecretKeys.of(secrets.token_hex(32))
-        self._approvals = PageApprovals(keys.approval_keys()) if page_approvals and suspensions else None
+        wait_s = check_int("approval_wait_ms", approval_wait_ms) / 1000
+        self._approvals = (
+            PageApprovals(keys.approval_keys(), suspensions, wait_s=wait_s) if page_approvals and suspensions else None
+        )
         self._schema: dict[str, Any] = (
             with_approval_argument(EXECUTE_INPUT_SCHEMA, "")[0] if self._approvals else EXECUTE_INPUT_SCHEMA
         )
@@ -556,7 +557,7 @@ class McpServer:
             approvals = self._approvals
             polled = approvals.requested(params.arguments or {}) if approvals is not None else None
             if isinstance(polled, ToolResult):
-                return _tool_result(polled)
+                return tool_result(polled)
 
             # Only a run whose client retries by itself can be handed off: a connection's cannot.
             pause = self._pause.signal if modern else None
@@ -571,6 +572,12 @@ class McpServer:
                 result = await approvals.poll(polled, principal, resume)
             elif paused is None:
                 result = await self._catalog.execute(call, context())
+            elif paused.page is not None and approvals is not None:
+                # A person decides on the page: an answer the client sends along decides nothing.
+                waited = await approvals.retried(paused.page, principal, draining=self._draining)
+                if waited is not None:
+                    return answered(waited)
+                result = await self._catalog.resume_run(paused.suspension_id, None, context())
             elif paused.question is None:
                 if self._draining:
                     return input_required(paused)  # not taken over here: the client's next retry goes elsewhere
@@ -586,7 +593,10 @@ class McpServer:
             while result.suspension is not None:
                 suspension = result.suspension
                 if approvals is not None and not suspension.handed_off and not access.can_ask():
-                    return _tool_result(approvals.waiting(suspension, principal))  # a person decides elsewhere
+                    earlier = paused.page if paused is not None else None  # a person decides elsewhere
+                    return answered(
+                        approvals.paused(suspension, principal, modern=modern, draining=self._draining, earlier=earlier)
+                    )
                 question = None if suspension.handed_off else approval_question(suspension)
                 if modern:
                     return input_required(PausedRun(suspension.id, question))
@@ -596,13 +606,13 @@ class McpServer:
                 if answer:
                     await access.refreshed()
                 result = await self._catalog.resume_run(suspension.id, answer, context(suspension.session_id))
-            return _tool_result(result)
+            return tool_result(result)
         except MCPError:
             raise
         except Exception:
             reference = new_reference()
             logger.exception("execute over MCP failed on the host, reference %s", reference)
-            return _failure(f"The host failed to run this request (reference {reference}). Try again later.")
+            return failure(f"The host failed to run this request (reference {reference}). Try again later.")
         finally:
             if connection is not None:
                 connection.running -= 1
@@ -612,17 +622,6 @@ class McpServer:
         _STDIO_PRINCIPAL.set(principal)
         async with stdio_server() as (read, write):
             await self._server.run(read, write, self._server.create_initialization_options())
-
-
-def _tool_result(result: ToolResult) -> types.CallToolResult:
-    content = [types.TextContent(type="text", text=result.text)]
-    if result.logs:
-        content.append(types.TextContent(type="text", text=f"print output:\n{printed(result.logs)}"))
-    return types.CallToolResult(content=content, is_error=result.is_error)
-
-
-def _failure(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def create_mcp(
@@ -637,6 +636,7 @@ def create_mcp(
     max_connections_per_principal: int | None = None,
     secret_keys: SecretKeys | None = None,
     page_approvals: bool = False,
+    approval_wait_ms: int = 20_000,
 ) -> McpServer:
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
@@ -654,7 +654,9 @@ def create_mcp(
     ``secret_keys`` seals the ``requestState`` of approvals over 2026-07-28: every replica
     behind one address needs the same ring (by default a key of this process only).
     ``page_approvals`` (with suspensions) pauses a confirmation no client can answer for a person to
-    decide on the host's page; the model polls with a handle (see :mod:`mycelium.mcp._approvals`).
+    decide on the host's page; the model polls with a handle (see :mod:`mycelium.mcp._approvals`). A
+    2026-07-28 client's own retries of such a pause wait for the person up to ``approval_wait_ms`` in
+    all (20 s) before the model is given the handle; 0 gives it the handle at once.
     """
     return McpServer(
         catalog=catalog,
@@ -667,4 +669,5 @@ def create_mcp(
         max_connections_per_principal=max_connections_per_principal,
         secret_keys=secret_keys,
         page_approvals=page_approvals,
+        approval_wait_ms=approval_wait_ms,
     )

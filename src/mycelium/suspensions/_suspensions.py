@@ -27,6 +27,7 @@ from . import _records
 from ._memory import MemorySuspensions
 from ._records import PausedCall, Suspension, SuspensionRecord
 from ._store import StoredSuspension, SuspensionLimitReached, SuspensionStore
+from ._waiting import CHECK_EVERY_S, DecisionWaiters
 
 __all__ = ["NO_SUSPENSIONS", "StoreUnavailable", "Suspensions", "required"]
 
@@ -76,6 +77,7 @@ class Suspensions:
     max_per_session: int = 20
     max_state_bytes: int = 16 * MIB
     store_timeout_ms: int = 10_000
+    _waiters: DecisionWaiters = field(default_factory=DecisionWaiters, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.store, SuspensionStore):
@@ -190,7 +192,10 @@ class Suspensions:
         if record is None or record.handed_off:
             return False
         sealed = self.seal_decision(suspension_id, approved)
-        return await self.stored(lambda: self.store.decide(suspension_id, sealed, now=_records.now()))
+        decided = await self.stored(lambda: self.store.decide(suspension_id, sealed, now=_records.now()))
+        if decided:
+            self._waiters.wake(suspension_id)
+        return decided
 
     async def decide_as_approver(self, suspension_id: object, approved: bool) -> bool:
         """Record the decision of a person who decides for every session (an approval page) on an
@@ -214,7 +219,43 @@ class Suspensions:
             return False
         tombstone = self.tombstone(record)
         claimed = await self.stored(lambda: self.store.claim(suspension_id, now=_records.now(), tombstone=tombstone))
+        if claimed is not None:
+            self._waiters.wake(suspension_id)
         return claimed is not None
+
+    async def until_decided(self, suspension_id: str, *, within_s: float) -> bool:
+        """Wait up to ``within_s`` seconds until ``suspension_id`` no longer waits for a decision; whether
+        it stopped waiting (decided, resumed, discarded, expired or gone) in that time.
+
+        A decision recorded through this object ends the wait at once; one recorded by another
+        process sharing the store is found within a second (the store is read once a second).
+        A store that fails or does not answer in time counts as still waiting: the caller learns
+        nothing it could act on.
+        """
+        deadline = anyio.current_time() + within_s
+        with self._waiters.watching(suspension_id) as woken:
+            while await self._still_waits(suspension_id, deadline):
+                left = deadline - anyio.current_time()
+                if left <= 0:
+                    return False
+                with anyio.move_on_after(min(CHECK_EVERY_S, left)):
+                    if woken is not None and not woken.is_set():
+                        await woken.wait()
+                    else:  # woken already, yet still waiting (a claim given back): read on the schedule
+                        await anyio.sleep_forever()
+        return True
+
+    async def _still_waits(self, suspension_id: str, deadline: float) -> bool:
+        """Whether the store says ``suspension_id`` still waits for a decision (or could not say)."""
+        # A read gets at least one check's time, so a last look just before the deadline can answer.
+        until = max(deadline, anyio.current_time() + CHECK_EVERY_S)
+        try:
+            stored = await self.stored(lambda: self.store.get(suspension_id), until=until)
+        except StoreUnavailable:
+            return True
+        if stored is None:
+            return False
+        return stored.decision is None and not stored.claimed and stored.expires_at > _records.now()
 
     async def purge_expired(self) -> int:
         """Remove expired suspensions from the store; how many were removed."""
