@@ -3,9 +3,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Third-party MCP servers for tests/thirdparty, and the official MCP conformance suite with the Node (>= 22)
-# it needs, from npm's `node` package, for tests/mcp/test_conformance.py; pinned one `package@version` a
-# line; git ignores the folder.
+# Third-party MCP servers for tests/thirdparty, the MCP Inspector the banner names (tests/mcp/test_inspector.py)
+# and the official MCP conformance suite (tests/mcp/test_conformance.py), with the Node (>= 22) both need,
+# from npm's `node` package; pinned one `package@version` a line; git ignores the folder.
 NODE_SERVERS := .thirdparty
 NODE_PINS := tests/thirdparty/npm-packages.txt
 # nginx for tests/deployment (replicas behind a real proxy), from Debian's packages; a stamp in .thirdparty/.
@@ -42,11 +42,11 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 # tests that need these packages skip and say why; nothing else depends on them.
 $(NODE_SERVERS)/.installed: $(NODE_PINS)
 	@if ! command -v npm >/dev/null 2>&1; then \
-		echo "npm not found: tests/thirdparty and tests/mcp/test_conformance.py will skip"; \
+		echo "npm not found: tests/thirdparty, tests/mcp/test_conformance.py and the Inspector tests will skip"; \
 	elif npm install --no-audit --no-fund --prefix $(NODE_SERVERS) $$(cat $(NODE_PINS)); then \
 		cp $(NODE_PINS) $@; \
 	else \
-		echo "npm install failed: tests/thirdparty and tests/mcp/test_conformance.py will skip"; \
+		echo "npm install failed: tests/thirdparty, tests/mcp/test_conformance.py and the Inspector tests will skip"; \
 	fi
 
 # nginx from Debian's packages, installed only when it is not there already (CI runs as root). Without

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import sqlite3
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, closing
@@ -26,8 +28,10 @@ from typer.testing import CliRunner
 
 from mycelium.cli import cli
 from mycelium.cli._apps import AppError, load_catalog, parse_app
+from mycelium.cli._banner import INSPECTOR_NODE, INSPECTOR_VERSION
 from mycelium.mcp import McpCatalog
 from tests.support.paths import EXAMPLES
+from tests.thirdparty.conftest import bin_script, installed_manifest, pinned, pinned_node
 
 NOTES_APP = EXAMPLES / "notes_app.py"
 URL = re.compile(r"http://127\.0\.0\.1:\d+/mcp")
@@ -377,3 +381,39 @@ def test_serve_refuses_an_allowed_host_that_is_not_a_host(app_dir: Path) -> None
     result = CliRunner().invoke(cli, ["serve", f"{app_name(app_dir)}.py", "--allow-host", "evil.test/path"])
     assert result.exit_code == 2
     assert "--allow-host" in result.output
+
+
+# -- the banner's MCP Inspector commands, run as printed ----------------------------------------
+
+INSPECTOR = "@modelcontextprotocol/inspector"
+INSPECTOR_LINE = re.compile(r"\s+(List the tool|Run a program|Over stdio):\s+(npx .*)$")
+
+
+def test_the_banner_names_the_inspector_the_tests_pin() -> None:
+    assert pinned()[INSPECTOR] == INSPECTOR_VERSION
+
+
+def test_the_banner_names_the_node_the_pinned_inspector_declares() -> None:
+    assert installed_manifest(INSPECTOR)["engines"]["node"] == f">={INSPECTOR_NODE}.0"
+
+
+async def test_every_inspector_command_the_banner_prints_runs_as_printed(tmp_path: Path) -> None:
+    # Only the launcher differs from what a person pastes: npx would download the same pinned version.
+    local = f"{shlex.quote(pinned_node())} {shlex.quote(str(bin_script(INSPECTOR, 'mcp-inspector')))}"
+    token = "inspector-token-" + "i" * 24
+    env = {**server_env(tmp_path / "data", token), "HOME": str(tmp_path / "home")}
+    async with serving(tmp_path / "data", tmp_path / "server.log", token=token, options=("--cwd", str(tmp_path))) as s:
+        shown = (INSPECTOR_LINE.match(line) for line in s.banner)
+        printed = dict(found.groups() for found in shown if found is not None)
+        assert set(printed) == {"List the tool", "Run a program", "Over stdio"}, s.banner
+        answers = {}
+        for label, command in printed.items():
+            assert command.startswith(f"npx -y {INSPECTOR}@{INSPECTOR_VERSION} --cli ")
+            ran = command.replace(f"npx -y {INSPECTOR}@{INSPECTOR_VERSION}", local, 1)
+            with anyio.fail_after(60):
+                done = await anyio.run_process(["sh", "-c", ran], env=env, check=False, stdin=subprocess.DEVNULL)
+            assert done.returncode == 0, (label, done.stdout.decode(), done.stderr.decode())
+            answers[label] = json.loads(done.stdout)
+    assert [tool["name"] for tool in answers["List the tool"]["tools"]] == ["execute"]
+    assert answers["Run a program"]["content"][0]["text"] == "2"
+    assert answers["Over stdio"]["content"][0]["text"] == "2"

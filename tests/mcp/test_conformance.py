@@ -46,12 +46,11 @@ from starlette.requests import HTTPConnection
 from mycelium.mcp import PROTOCOL_VERSIONS, Admitted, Agent, create_mcp, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox
 from tests.support.loopback import serve_asgi
-from tests.thirdparty.conftest import INSTALLED, pinned
+from tests.thirdparty.conftest import bin_script, pinned_node
 
 from .conftest import Host
 
 SUITE_PACKAGE = "@modelcontextprotocol/conformance"
-NODE_PACKAGE = "node"
 STATELESS = "2026-07-28"
 """The per-request revision (no session, ``_meta`` on each request); every older one opens with ``initialize``."""
 SCENARIO_TIMEOUT_MS = 20_000
@@ -223,18 +222,6 @@ passes, or fails in other words, the test fails, and the entry goes (or is rewor
 # --- The installed suite ----------------------------------------------------------------------
 
 
-def installed_manifest(package: str) -> dict[str, Any]:
-    """The ``package.json`` of a pinned package in ``.thirdparty/``; skips if it is missing or another version."""
-    manifest = INSTALLED / package / "package.json"
-    if not manifest.is_file():
-        pytest.skip(f"{package} is not installed in .thirdparty/ (run `make test`, which needs npm)")
-    metadata: dict[str, Any] = json.loads(manifest.read_text())
-    wanted = pinned()[package]
-    if metadata["version"] != wanted:
-        pytest.skip(f"{package} {metadata['version']} is installed, {wanted} is pinned (run `make test`)")
-    return metadata
-
-
 @dataclass(frozen=True)
 class Suite:
     """The pinned suite: how to run it, and the environment it runs in."""
@@ -274,24 +261,11 @@ class Suite:
 @pytest.fixture(scope="session")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
     """The pinned suite and the pinned Node that runs it, from ``.thirdparty/``; skips, saying why, without them."""
-    metadata = installed_manifest(SUITE_PACKAGE)
-    installed_manifest(NODE_PACKAGE)
-    node = INSTALLED / NODE_PACKAGE / "bin" / "node"
-    wanted = f"v{pinned()[NODE_PACKAGE]}"
-    try:
-        version = subprocess.run([str(node), "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-    except OSError as error:
-        version = repr(error)
-    if version != wanted:
-        pytest.skip(
-            f"{node} answers {version!r} to --version, not {wanted!r}: npm's `node` package did not install its"
-            " binary (its preinstall script fetches it; an npm that refuses install scripts leaves none)"
-        )
+    node = pinned_node()
     home = tmp_path_factory.mktemp("conformance-home")
     env = {**os.environ, "HOME": str(home), "NO_COLOR": "1", "FORCE_COLOR": "0"}
-    bin_entry = metadata["bin"]
-    script = INSTALLED / SUITE_PACKAGE / (bin_entry if isinstance(bin_entry, str) else bin_entry["conformance"])
-    return Suite(str(node), script, env)
+    script = bin_script(SUITE_PACKAGE, "conformance")
+    return Suite(node, script, env)
 
 
 @asynccontextmanager

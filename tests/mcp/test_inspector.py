@@ -1,22 +1,18 @@
 """The MCP Inspector CLI, a client nobody here wrote, against a served catalog.
 
-The Inspector (npm ``@modelcontextprotocol/inspector``, pinned) is installed by this
-module's set-up into a cache folder outside the repository, once per test session and
-only when missing; a file lock keeps concurrent test runs from installing it twice. npm
-and the Inspector run with HOME set to a scratch folder, so nothing is written to the
-real home. The server runs in the test's event loop, so the CLI runs with
-``anyio.run_process``: a blocking subprocess call would stop the server it talks to.
+The Inspector (npm ``@modelcontextprotocol/inspector``) is pinned in
+``tests/thirdparty/npm-packages.txt`` with the Node.js it declares it needs, both installed
+into ``.thirdparty/`` by ``make test``; without them these tests skip and say why. It runs
+with HOME set to a scratch folder, so nothing is written to the real home. The server runs
+in the test's event loop, so the CLI runs with ``anyio.run_process``: a blocking subprocess
+call would stop the server it talks to.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,45 +20,17 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.thirdparty.conftest import bin_script, pinned_node
+
 from .conftest import ALICE, FORBIDDEN_TOKEN, Host, served
 
 PACKAGE = "@modelcontextprotocol/inspector"
-VERSION = "2.12.0"
-INSTALL_WITHIN_S = 240
 RUN_WITHIN_S = 45
-
-# The first test waits for the one-time install (about 10-20 s on a fresh machine): allow for it.
-pytestmark = pytest.mark.timeout(INSTALL_WITHIN_S + 60)
 
 AUTH_ERROR_EXIT = 3
 """The CLI's exit code for a server that refused its credentials (401 or 403)."""
 TOOL_ERROR_EXIT = 5
 """The CLI's exit code for a tool result with ``isError: true``."""
-
-
-def cache_folder() -> Path:
-    """Where test tools are cached between runs: ``$XDG_CACHE_HOME`` or ``~/.cache``, never the repository."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "mycelium-tests"
-
-
-@contextmanager
-def locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def installed_version(folder: Path) -> str | None:
-    manifest = folder / "node_modules" / PACKAGE / "package.json"
-    try:
-        return str(json.loads(manifest.read_text())["version"])
-    except (OSError, ValueError, KeyError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -95,44 +63,11 @@ class Inspector:
 
 @pytest.fixture(scope="session")
 def inspector(tmp_path_factory: pytest.TempPathFactory) -> Inspector:
-    """The pinned Inspector CLI, installed into the cache folder if it is not there yet."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("the MCP Inspector CLI needs node and npm on PATH, and this machine has no node/npm")
-    home = tmp_path_factory.mktemp("inspector-home")
-    env = {
-        **os.environ,
-        "HOME": str(home),  # npm's cache and the Inspector's stored state go here, not to the real home
-        "npm_config_update_notifier": "false",
-        "npm_config_fund": "false",
-        "npm_config_audit": "false",
-        "NO_COLOR": "1",
-    }
+    """The pinned Inspector CLI and the pinned Node.js it runs on, from ``.thirdparty/``."""
+    node, script = pinned_node(), bin_script(PACKAGE, "mcp-inspector")
+    env = {**os.environ, "HOME": str(tmp_path_factory.mktemp("inspector-home")), "NO_COLOR": "1"}
     env.pop("MCP_AUTO_OPEN_ENABLED", None)  # never open a browser for OAuth
-    folder = cache_folder() / f"inspector-{VERSION}"
-    with locked(cache_folder() / "inspector.lock"):
-        if installed_version(folder) != VERSION:
-            shutil.rmtree(folder, ignore_errors=True)  # a half-finished earlier install
-            done = subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(folder),
-                    "--ignore-scripts",
-                    "--loglevel=error",
-                    f"{PACKAGE}@{VERSION}",
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_WITHIN_S,
-                check=False,
-            )
-            if done.returncode != 0 or installed_version(folder) != VERSION:
-                pytest.fail(f"npm install {PACKAGE}@{VERSION} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    script = folder / "node_modules" / ".bin" / "mcp-inspector"
-    return Inspector(node, script.resolve(), env)
+    return Inspector(node, script, env)
 
 
 @pytest.fixture(params=["legacy", "modern"])

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,21 +36,47 @@ def pinned() -> dict[str, str]:
     return pins
 
 
+def installed_manifest(package: str) -> dict[str, Any]:
+    """The ``package.json`` of a pinned package in ``.thirdparty/``; skips if it is missing or another version."""
+    manifest = INSTALLED / package / "package.json"
+    if not manifest.is_file():
+        pytest.skip(f"{package} is not installed in .thirdparty/ (run `make test`, which needs npm)")
+    metadata: dict[str, Any] = json.loads(manifest.read_text())
+    wanted = pinned()[package]
+    if metadata["version"] != wanted:
+        pytest.skip(f"{package} {metadata['version']} is installed, {wanted} is pinned (run `make test`)")
+    return metadata
+
+
+def bin_script(package: str, name: str | None = None) -> Path:
+    """The pinned ``package``'s entry script (its ``bin``, the one called ``name`` if it has several)."""
+    bin_entry = installed_manifest(package)["bin"]
+    relative = bin_entry if isinstance(bin_entry, str) else bin_entry[name] if name else next(iter(bin_entry.values()))
+    return INSTALLED / package / relative
+
+
+def pinned_node() -> str:
+    """The Node.js of npm's pinned ``node`` package (newer than many machines' own); skips without it."""
+    installed_manifest("node")
+    node = INSTALLED / "node" / "bin" / "node"
+    wanted = f"v{pinned()['node']}"
+    try:
+        version = subprocess.run([str(node), "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError as error:
+        version = repr(error)
+    if version != wanted:
+        pytest.skip(
+            f"{node} answers {version!r} to --version, not {wanted!r}: npm's `node` package did not install its"
+            " binary (its preinstall script fetches it; an npm that refuses install scripts leaves none)"
+        )
+    return str(node)
+
+
 def server_script(package: str) -> str:
     """The installed entry script of ``package`` (its ``bin``), to run with ``node``; skips if unavailable."""
     if shutil.which("node") is None:
         pytest.skip("node is not on the PATH: the third-party MCP servers cannot run")
-    folder = INSTALLED / package
-    manifest = folder / "package.json"
-    if not manifest.is_file():
-        pytest.skip(f"{package} is not installed in .thirdparty/ (run `make test`, which needs npm)")
-    metadata = json.loads(manifest.read_text())
-    wanted = pinned()[package]
-    if metadata["version"] != wanted:
-        pytest.skip(f"{package} {metadata['version']} is installed, {wanted} is pinned (run `make test`)")
-    bin_entry = metadata["bin"]
-    script = folder / (bin_entry if isinstance(bin_entry, str) else next(iter(bin_entry.values())))
-    return str(script)
+    return str(bin_script(package))
 
 
 def node_runtime(

@@ -8,6 +8,7 @@ shown with the file it is kept in.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,12 @@ TOKEN_ENV = "MYCELIUM_TOKEN"
 """Where ``serve --token`` is read from when it is not given; the banner names it, never its value."""
 APPROVER_TOKEN_ENV = "MYCELIUM_APPROVER_TOKEN"
 """Where ``serve --approver-token`` is read from; the banner names it, never its value."""
+INSPECTOR_VERSION = "2.12.0"
+"""The MCP Inspector the banner's commands are written for, and the one the tests run them with
+(``tests/thirdparty/npm-packages.txt`` pins the same): an unpinned ``npx`` may pick an older one
+whose command line has no ``--header``."""
+INSPECTOR_NODE = "22.19"
+"""The oldest Node.js that Inspector declares it runs on (its ``engines``)."""
 
 
 @dataclass(frozen=True)
@@ -65,12 +72,17 @@ def print_banner(
     if approvals is not None:
         out.print(f"  Approvals  {escape(approvals.url)}  {_approver_login(approvals)}")
     out.print()
-    out.print("[bold]MCP Inspector[/] (command line):")
-    inspector = (
-        f"npx -y @modelcontextprotocol/inspector --cli {url} "
-        f'--header "Authorization: {shell_header}" --method tools/list'
-    )
-    out.print(f"  {escape(inspector)}", highlight=False)
+    launch = [*_launcher(), "serve", *target.launch_args(), "--transport", "stdio", "--cwd", cwd]
+    inspector = f"npx -y @modelcontextprotocol/inspector@{INSPECTOR_VERSION} --cli"
+    over_http = f'{inspector} {shlex.quote(url)} --header "Authorization: {shell_header}"'
+    out.print(f"[bold]MCP Inspector {INSPECTOR_VERSION}[/] (command line; needs Node.js {INSPECTOR_NODE} or newer):")
+    for told, command in (
+        ("List the tool", f"{over_http} --method tools/list"),
+        ("Run a program", f"{over_http} {_FIRST_CALL}"),
+        # The Inspector takes every option it knows, the server's too, until a `--`.
+        ("Over stdio", f"{inspector} {_FIRST_CALL} -- {shlex.join(launch)}"),
+    ):
+        out.print(f"  [dim]{told}:[/]  {escape(command)}", highlight=False)
     out.print()
     out.print("[bold]Agents that connect over HTTP[/] (e.g. Claude Code's .mcp.json, Cursor's mcp.json):")
     http_config = {"mcpServers": {name: {"type": "http", "url": url, "headers": {"Authorization": header}}}}
@@ -79,18 +91,13 @@ def print_banner(
     out.print(
         "[bold]Desktop agents that launch servers[/] (e.g. Claude Desktop's claude_desktop_config.json), over stdio:"
     )
-    launch = _launcher()
-    stdio_config = {
-        "mcpServers": {
-            name: {
-                "command": launch[0],
-                "args": [*launch[1:], "serve", *target.launch_args(), "--transport", "stdio", "--cwd", cwd],
-            }
-        }
-    }
+    stdio_config = {"mcpServers": {name: {"command": launch[0], "args": launch[1:]}}}
     out.print_json(data=stdio_config)
     out.print()
     out.print("Press Ctrl-C to stop.")
+
+
+_FIRST_CALL = """--method tools/call --tool-name execute --tool-args-json '{"code": "return 1 + 1"}'"""
 
 
 def _told(secret: Secret, env: str, option: str, what: str = "") -> str:
