@@ -1,8 +1,9 @@
 """Quick start without a model: one operation, one program, run in the Monty sandbox.
 
-Prints ["buy milk"]. The program runs in a real sandbox (a Monty worker process); its call
-to notes.search crosses back to this process, where the input is checked and the output
-encoded. The README shows this program.
+Prints what the program returned, labelled, since `make run` prints the server's banner
+next. The program runs in a real sandbox (a Monty worker process); its call to notes.search
+crosses back to this process, where the input is checked and the output encoded. The
+README shows this program.
 """
 
 import anyio
@@ -22,7 +23,7 @@ async def search(query: str) -> list[str]:
 async def main() -> None:
     async with Runtime(modules=[notes], sandbox=MontySandbox()) as runtime, runtime.lease() as lease:
         result = await lease.execute_tool.run('return await notes.search(query="milk")')
-    print(result.text)
+    print("The program returned:", result.text)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ def output_of(example: str) -> str:
     return completed.stdout
 
 
-def test_quickstart_prints_exactly_what_the_readme_shows() -> None:
-    assert output_of("quickstart") == '["buy milk"]\n'
+def test_quickstart_labels_its_result_exactly_as_the_readme_shows() -> None:
+    assert output_of("quickstart") == 'The program returned: ["buy milk"]\n'
 
 
 async def test_closing_the_runtime_lets_the_interpreter_exit_cleanly_every_time() -> None:
