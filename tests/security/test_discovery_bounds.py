@@ -3,7 +3,7 @@
 A guest controls every argument of ``forage.search``, ``forage.list`` and
 ``forage.describe``, and these run on the host's event loop. So an over-long query, path
 or prefix is refused with a message naming the limit, before any work; no call holds the
-loop for more than a few milliseconds even over 10,000 operations; and no cache keeps a
+loop, even over 10,000 operations, nor does more work than it shows; and no cache keeps a
 word a guest sent. The programs run in the real Monty sandbox through the security
 harness (``host``); the timing and memory checks call the very bindings a run gets.
 """
@@ -11,9 +11,7 @@ harness (``host``); the timing and memory checks call the very bindings a run ge
 from __future__ import annotations
 
 import gc
-import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -142,53 +140,57 @@ def _maximal_query() -> str:
     return query
 
 
-async def _best_of(call: Callable[[], Awaitable[JsonValue]], repeats: int = 3) -> float:
-    """The fastest of a few runs of ``call``, in seconds: what the call costs without scheduler noise."""
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        await call()
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
-async def test_no_discovery_call_over_10000_operations_holds_the_event_loop_for_more_than_a_few_ms(
-    big_catalog: Catalog,
-) -> None:
+async def test_no_discovery_call_over_10000_operations_holds_the_event_loop(big_catalog: Catalog) -> None:
+    # How long each call takes is bench/discovery.py's to measure (its worst case: under 5 ms of
+    # stall); here, that none of them, with the longest arguments a guest may send, holds the loop.
     assert len(big_catalog) == 10_000
     forage = forage_bindings(big_catalog)
     query = _maximal_query()
-    calls: dict[str, JsonValue] = {
-        "search-maximal": {"query": query, "limit": 50},
-        "search-one-common-word": {"query": "records", "limit": 50},
-        "search-exact-name": {"query": "list", "limit": 50},
-        "describe-unknown-maximal": {"path": query},
-        "describe-everything": {"path": ""},
-        "describe-a-module": {"path": "app_0500"},
-        "list-everything": {"prefix": ""},
-        "list-a-long-prefix": {"prefix": "app_0500." + "x" * (MAX_PATH_CHARS - 9)},
-    }
-    costs: dict[str, float] = {}
-    for name, arguments in calls.items():
-        helper = forage[name.split("-")[0]]
-        costs[name] = await _best_of(lambda helper=helper, arguments=arguments: helper(arguments))
-    slowest = max(costs, key=costs.__getitem__)
-    # A few milliseconds on the build machine; the margin is for a loaded test runner.
-    assert costs[slowest] < 0.025, f"{slowest} took {costs[slowest] * 1000:.1f} ms"
+    calls: list[tuple[str, JsonValue]] = [
+        ("search", {"query": query, "limit": 50}),
+        ("search", {"query": "records", "limit": 50}),
+        ("search", {"query": "list", "limit": 50}),
+        ("describe", {"path": query}),
+        ("describe", {"path": ""}),
+        ("describe", {"path": "app_0500"}),
+        ("list", {"prefix": ""}),
+        ("list", {"prefix": "app_0500." + "x" * (MAX_PATH_CHARS - 9)}),
+    ]
+    async with loop_gaps() as gaps:
+        for helper, arguments in calls * 3:
+            await forage[helper](arguments)
+    assert max(gaps) < 0.25, f"the host's event loop stalled for {max(gaps):.3f} s"
 
 
-async def test_describing_a_huge_operation_costs_no_more_than_what_it_shows() -> None:
-    # Rendering all 1,500 object fields takes about 65 ms; describe used to do it on every call.
-    fields = {
+def _huge_operation_catalog(fields: int) -> Catalog:
+    properties = {
         f"field_{i}": {"type": "object", "title": f"Part{i}", "properties": {"v": {"type": "string"}}}
-        for i in range(1_500)
+        for i in range(fields)
     }
-    huge = operation(input={"type": "object", "properties": fields}, execute=lambda: None)
-    catalog = Catalog(build_graph([Module(id="big", name="big", operations={"huge": huge})], revision=1))
-    forage = forage_bindings(catalog)
+    huge = operation(input={"type": "object", "properties": properties}, execute=lambda: None)
+    return Catalog(build_graph([Module(id="big", name="big", operations={"huge": huge})], revision=1))
+
+
+async def _describe_peak_bytes(catalog: Catalog, path: str) -> int:
+    describe = forage_bindings(catalog)["describe"]
+    tracemalloc.start()
+    try:
+        await describe({"path": path})
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+async def test_describing_a_huge_operation_costs_what_it_shows_not_what_it_declares() -> None:
+    # Rendering every field of a huge declaration took 65 ms a call; describe now stops at what it shows,
+    # which both of these declarations overflow.
+    await _describe_peak_bytes(_huge_operation_catalog(10), "big.huge")  # one-time set-up is not the call's
+    huge, ten_times_huger = _huge_operation_catalog(500), _huge_operation_catalog(5_000)
     for path in ("big.huge", "big", ""):
-        cost = await _best_of(lambda path=path: forage["describe"](path))
-        assert cost < 0.025, f"describe({path!r}) took {cost * 1000:.1f} ms"
+        declared = await _describe_peak_bytes(huge, path)
+        ten_times = await _describe_peak_bytes(ten_times_huger, path)
+        assert ten_times < 1.5 * declared, (path, declared, ten_times)
+        assert ten_times < 1024 * 1024, (path, ten_times)
 
 
 async def test_discovery_calls_in_the_real_sandbox_over_10000_operations_do_not_stall_the_host_loop(
