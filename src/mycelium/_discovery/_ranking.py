@@ -14,8 +14,8 @@ import heapq
 import itertools
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 from .._graph import InstalledOperation
 from ._words import RELATED, tokens
@@ -41,23 +41,37 @@ _SHORTLIST = 200
 _FUSION_K = 5
 
 
-def document(target: InstalledOperation, stems: dict[str, str]) -> Counter[str]:
-    """The weighted stems :class:`Bm25` indexes for ``target`` (``stems`` memoises stemming over one catalog)."""
-    op = target.operation
-    parts: dict[str, str] = {
-        "name": target.relative.replace(".", " "),
-        # The module's own description is shared by all its operations: it would only blur them.
-        "path": " ".join(target.module.path),
-        "description": op.description or "",
-        "phrasings": " ".join(op.phrasings),
-        # What it takes and what it gives back: "how big is it" finds the operation returning `size`.
-        "fields": " ".join([*_field_words(op.input_schema), *_field_words(op.output_schema)]),
-    }
-    counts: Counter[str] = Counter()
-    for field_name, text in parts.items():
-        for token in tokens(text, stems):
-            counts[token] += _FIELD_WEIGHTS[field_name]
-    return counts
+def documents(targets: Iterable[InstalledOperation]) -> Iterator[Counter[str]]:
+    """The weighted stems :class:`Bm25` indexes for each of ``targets``.
+
+    Texts repeat across a catalog (a module's path in each of its operations, a name like
+    ``list`` in every module): each distinct one is read once.
+    """
+    stems: dict[str, str] = {}
+    read: dict[str, list[str]] = {}
+
+    def words(text: str) -> list[str]:
+        found = read.get(text)
+        if found is None:
+            found = read[text] = tokens(text, stems)
+        return found
+
+    for target in targets:
+        op = target.operation
+        parts: dict[str, str] = {
+            "name": target.relative.replace(".", " "),
+            # The module's own description is shared by all its operations: it would only blur them.
+            "path": " ".join(target.module.path),
+            "description": op.description or "",
+            "phrasings": " ".join(op.phrasings),
+            # What it takes and what it gives back: "how big is it" finds the operation returning `size`.
+            "fields": " ".join([*_field_words(op.input_schema), *_field_words(op.output_schema)]),
+        }
+        counts: Counter[str] = Counter()
+        for field_name, text in parts.items():
+            # Each occurrence counts the field's weight: counted in C, a word repeated that many times.
+            counts.update(words(text) * _FIELD_WEIGHTS[field_name])
+        yield counts
 
 
 def _field_words(schema: Mapping[str, Any]) -> list[str]:
@@ -65,21 +79,27 @@ def _field_words(schema: Mapping[str, Any]) -> list[str]:
     words: list[str] = []
     node: object = schema
     for _ in range(3):  # through `items` and one `$ref` to the object itself
-        if not isinstance(node, Mapping):
+        if not _is_mapping(node):
             return words
-        if isinstance(node.get("items"), Mapping):
+        if _is_mapping(node.get("items")):
             node = node["items"]
         elif isinstance(node.get("$ref"), str):
             node = _local_definition(schema, node["$ref"])
         else:
             break
-    properties = node.get("properties") if isinstance(node, Mapping) else None
-    if isinstance(properties, Mapping):
+    properties = node.get("properties") if _is_mapping(node) else None
+    if _is_mapping(properties):
         for name, field in properties.items():
             words.append(str(name))
-            if isinstance(field, Mapping) and isinstance(field.get("description"), str):
+            if _is_mapping(field) and isinstance(field.get("description"), str):
                 words.append(field["description"])
     return words
+
+
+def _is_mapping(node: object) -> TypeGuard[Mapping[str, Any]]:
+    # Schemas are dicts (and absent keys None) nearly always: both are settled before the check
+    # against the ABC, which costs ten times more.
+    return isinstance(node, dict) or (node is not None and isinstance(node, Mapping))
 
 
 def _local_definition(root: Mapping[str, Any], reference: str) -> object:
