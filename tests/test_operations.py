@@ -642,6 +642,25 @@ async def test_editing_a_json_schema_read_from_an_operation_changes_nothing_it_e
         assert await runtime.invoke(MODULE_ID, "add", {"x": 1, "y": 2}) == 3
 
 
+def test_operations_returning_the_same_type_each_have_a_schema_of_their_own() -> None:
+    # The type is adapted once for both; editing what one shows must not change the other.
+    first = operation(output=list[Greeting], execute=lambda: [])
+    second = operation(output=list[Greeting], execute=lambda: [])
+    first.output_schema["$defs"]["Greeting"]["properties"]["name"]["title"] = "Changed"
+    first.output_schema["items"] = {}
+    assert second.output_schema["items"] == {"$ref": "#/$defs/Greeting"}
+    assert second.output_schema["$defs"]["Greeting"]["properties"]["name"]["title"] == "Name"
+
+
+def test_a_type_that_is_not_usable_as_a_schema_is_refused_every_time_it_is_given() -> None:
+    class Opaque:
+        pass
+
+    for _ in range(2):  # a refusal is not remembered as a schema
+        with pytest.raises(DefinitionError, match="not usable as a schema"):
+            operation(output=Opaque, execute=lambda: None)
+
+
 # --- input decoding --------------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from .._graph import InstalledOperation, OperationGraph
 from .._text import clip
 from ._entry import CatalogEntry, one_line
-from ._ranking import Bm25, document, fused
+from ._ranking import Bm25, documents, fused
 from ._rendering import render_bounded
 from ._semantic import SemanticRanker, semantic_texts
 from ._stubs import StubRenderer
@@ -89,8 +89,7 @@ class Catalog:
             segments = path.split(".")
             for start in range(len(segments)):
                 self._by_name[".".join(segments[start:]).lower()].append(index)
-        stems: dict[str, str] = {}
-        self._index = Bm25(document(target, stems) for target in self.targets)
+        self._index = Bm25(documents(self.targets))
         self._semantic = semantic.index([semantic_texts(target) for target in self.targets]) if semantic else None
 
     def search(self, query: str | Sequence[str], limit: int = DEFAULT_SEARCH_LIMIT) -> list[CatalogEntry]:

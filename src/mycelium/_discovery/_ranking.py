@@ -13,13 +13,18 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import operator
-from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 from .._graph import InstalledOperation
 from ._words import RELATED, tokens
+
+if TYPE_CHECKING:
+    import numpy
+    import numpy.typing as npt
+
+    _Postings: TypeAlias = tuple[npt.NDArray[numpy.intp], npt.NDArray[numpy.float64]]
 
 # BM25 parameters (Okapi defaults), and how much each field counts: names say most.
 _K1 = 1.2
@@ -32,29 +37,41 @@ _RELATED_WEIGHT = 0.5
 # the query: about 2 ms over 10,000 operations.
 _MERGE_BUDGET = 3_000
 _SHORTLIST = 200
-_ZEROS = itertools.repeat(0.0)
-_ONES = itertools.repeat(1)
 # In reciprocal rank fusion each ranking counts weight / (_FUSION_K + rank) for an operation.
 _FUSION_K = 5
 
 
-def document(target: InstalledOperation, stems: dict[str, str]) -> Counter[str]:
-    """The weighted stems :class:`Bm25` indexes for ``target`` (``stems`` memoises stemming over one catalog)."""
-    op = target.operation
-    parts: dict[str, str] = {
-        "name": target.relative.replace(".", " "),
-        # The module's own description is shared by all its operations: it would only blur them.
-        "path": " ".join(target.module.path),
-        "description": op.description or "",
-        "phrasings": " ".join(op.phrasings),
-        # What it takes and what it gives back: "how big is it" finds the operation returning `size`.
-        "fields": " ".join([*_field_words(op.input_schema), *_field_words(op.output_schema)]),
-    }
-    counts: Counter[str] = Counter()
-    for field_name, text in parts.items():
-        for token in tokens(text, stems):
-            counts[token] += _FIELD_WEIGHTS[field_name]
-    return counts
+def documents(targets: Iterable[InstalledOperation]) -> Iterator[Counter[str]]:
+    """The weighted stems :class:`Bm25` indexes for each of ``targets``.
+
+    Texts repeat across a catalog (a module's path in each of its operations, a name like
+    ``list`` in every module): each distinct one is read once.
+    """
+    stems: dict[str, str] = {}
+    read: dict[str, list[str]] = {}
+
+    def words(text: str) -> list[str]:
+        found = read.get(text)
+        if found is None:
+            found = read[text] = tokens(text, stems)
+        return found
+
+    for target in targets:
+        op = target.operation
+        parts: dict[str, str] = {
+            "name": target.relative.replace(".", " "),
+            # The module's own description is shared by all its operations: it would only blur them.
+            "path": " ".join(target.module.path),
+            "description": op.description or "",
+            "phrasings": " ".join(op.phrasings),
+            # What it takes and what it gives back: "how big is it" finds the operation returning `size`.
+            "fields": " ".join([*_field_words(op.input_schema), *_field_words(op.output_schema)]),
+        }
+        counts: Counter[str] = Counter()
+        for field_name, text in parts.items():
+            # Each occurrence counts the field's weight: counted in C, a word repeated that many times.
+            counts.update(words(text) * _FIELD_WEIGHTS[field_name])
+        yield counts
 
 
 def _field_words(schema: Mapping[str, Any]) -> list[str]:
@@ -62,21 +79,27 @@ def _field_words(schema: Mapping[str, Any]) -> list[str]:
     words: list[str] = []
     node: object = schema
     for _ in range(3):  # through `items` and one `$ref` to the object itself
-        if not isinstance(node, Mapping):
+        if not _is_mapping(node):
             return words
-        if isinstance(node.get("items"), Mapping):
+        if _is_mapping(node.get("items")):
             node = node["items"]
         elif isinstance(node.get("$ref"), str):
             node = _local_definition(schema, node["$ref"])
         else:
             break
-    properties = node.get("properties") if isinstance(node, Mapping) else None
-    if isinstance(properties, Mapping):
+    properties = node.get("properties") if _is_mapping(node) else None
+    if _is_mapping(properties):
         for name, field in properties.items():
             words.append(str(name))
-            if isinstance(field, Mapping) and isinstance(field.get("description"), str):
+            if _is_mapping(field) and isinstance(field.get("description"), str):
                 words.append(field["description"])
     return words
+
+
+def _is_mapping(node: object) -> TypeGuard[Mapping[str, Any]]:
+    # Schemas are dicts (and absent keys None) nearly always: both are settled before the check
+    # against the ABC, which costs ten times more.
+    return isinstance(node, dict) or (node is not None and isinstance(node, Mapping))
 
 
 def _local_definition(root: Mapping[str, Any], reference: str) -> object:
@@ -89,23 +112,43 @@ def _local_definition(root: Mapping[str, Any], reference: str) -> object:
 
 
 class Bm25:
-    """Okapi BM25 with precomputed weights per term, so a query only adds, and boundedly."""
+    """Okapi BM25 with precomputed weights per term, kept in arrays, so a query only adds, boundedly, in numpy.
+
+    Each term's postings are one slice of two arrays (documents ascending, their weights);
+    a query adds whole slices at once, so its cost hardly depends on how long they are.
+    """
 
     def __init__(self, documents: Iterable[Counter[str]]) -> None:
+        import numpy
+
         docs = list(documents)
         self._count = len(docs)
         lengths = [sum(doc.values()) for doc in docs]
         average = (sum(lengths) / len(lengths)) if lengths else 0.0
-        frequency: Counter[str] = Counter()
-        for doc in docs:
-            frequency.update(doc.keys())
-        postings: defaultdict[str, dict[int, float]] = defaultdict(dict)
+        # One (term, document, frequency) triple per posting, the documents in order.
+        ids: dict[str, int] = {}
+        terms: list[int] = []
+        frequencies: list[int] = []
+        owners: list[int] = []
+        norms: list[float] = []
         for index, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
-            norm = _K1 * (1 - _B + _B * length / average) if average else _K1
-            for term, tf in doc.items():
-                idf = math.log(1 + (self._count - frequency[term] + 0.5) / (frequency[term] + 0.5))
-                postings[term][index] = idf * tf * (_K1 + 1) / (tf + norm)
-        self._postings = dict(postings)
+            norms.append(_K1 * (1 - _B + _B * length / average) if average else _K1)
+            terms.extend(ids.setdefault(term, len(ids)) for term in doc)
+            frequencies.extend(doc.values())
+            owners.extend(itertools.repeat(index, len(doc)))
+        term_of = numpy.array(terms, dtype=numpy.intp)
+        tf = numpy.array(frequencies, dtype=numpy.float64)
+        frequency = numpy.bincount(term_of, minlength=len(ids))
+        # math.log, term by term, as the weights were always computed: numpy's log may differ in the last bit.
+        count = self._count
+        idf = numpy.array([math.log(1 + (count - df + 0.5) / (df + 0.5)) for df in frequency.tolist()])
+        weights = idf[term_of] * tf * (_K1 + 1) / (tf + numpy.array(norms)[numpy.array(owners, dtype=numpy.intp)])
+        # Grouped by term; a stable sort keeps each term's documents in order.
+        order = numpy.argsort(term_of, kind="stable")
+        self._docs: npt.NDArray[numpy.intp] = numpy.array(owners, dtype=numpy.intp)[order]
+        self._weights: npt.NDArray[numpy.float64] = weights[order]
+        self._starts = numpy.concatenate(([0], numpy.cumsum(frequency))).tolist()
+        self._ids = ids
         # Built here, from the catalog's own words: a query never adds to what is kept.
         self._concepts = {stem: self._relate(stem, others) for stem, others in RELATED.items()}
 
@@ -119,61 +162,89 @@ class Bm25:
         ``_MERGE_BUDGET`` postings (or until ``limit`` documents are found); commoner ones then
         only score the best ``_SHORTLIST`` documents so far, which bounds the work of any query.
         """
-        concepts = sorted(filter(None, map(self._concept, stems)), key=len)
+        import numpy
+
+        found = [concept for concept in map(self._concept, stems) if concept is not None]
+        concepts = sorted(found, key=lambda concept: len(concept[0]))
         if not concepts:
             return []
-        # Two dicts filled in lockstep (same keys, same order): a document's summed score and
-        # how many concepts it covers. Its rank is their product; the share of the query it
-        # covers would divide all alike.
-        scores = dict(concepts[0])
-        covered = dict.fromkeys(scores, 1)
-        budget = _MERGE_BUDGET - len(scores)
+        # A document's summed score and how many concepts it covers; its rank is their
+        # product (the share of the query it covers would divide all alike).
+        scores = numpy.zeros(self._count)
+        covered = numpy.zeros(self._count, dtype=numpy.intp)
+        docs, weights = concepts[0]
+        scores[docs] = weights
+        covered[docs] = 1
+        reached = len(docs)
+        budget = _MERGE_BUDGET - reached
         merged = 1
-        for concept in concepts[1:]:
+        for docs, weights in concepts[1:]:
             # Past the budget, merge only while there are too few documents to fill the answer.
-            if len(concept) > budget and len(scores) >= limit:
+            if len(docs) > budget and reached >= limit:
                 break
-            budget -= len(concept)
+            budget -= len(docs)
             merged += 1
-            _add(scores, concept.keys(), concept.values())
-            _add(covered, concept.keys(), _ONES)
+            reached += len(docs) - int(numpy.count_nonzero(covered[docs]))
+            scores[docs] += weights  # each concept names a document once
+            covered[docs] += 1
         if merged == len(concepts):
-            return _best(limit, scores, covered)
-        kept = dict.fromkeys(_best(max(_SHORTLIST, limit), scores, covered))
-        for concept in concepts[merged:]:
-            # Intersecting key views walks the smaller side (the shortlist) in C.
-            hits = concept.keys() & kept.keys()
-            _add(scores, hits, map(concept.__getitem__, hits))
-            _add(covered, hits, _ONES)
-        return _best(limit, {index: scores[index] for index in kept}, {index: covered[index] for index in kept})
+            return _best(limit, numpy.flatnonzero(covered), scores, covered)
+        kept = numpy.sort(_best(max(_SHORTLIST, limit), numpy.flatnonzero(covered), scores, covered))
+        shortlisted = numpy.zeros(self._count, dtype=bool)
+        shortlisted[kept] = True
+        for docs, weights in concepts[merged:]:
+            hits = shortlisted[docs]
+            scores[docs[hits]] += weights[hits]
+            covered[docs[hits]] += 1
+        return _best(limit, kept, scores, covered)
 
-    def _concept(self, stem: str) -> dict[int, float]:
-        """Document -> best weighted score of ``stem`` or a relative (empty for an unknown word)."""
-        found = self._concepts.get(stem)
-        return found if found is not None else self._postings.get(stem, {})
+    def _postings(self, stem: str) -> _Postings | None:
+        """The documents that have ``stem`` and its weight in each (``None`` for a word no document has)."""
+        term = self._ids.get(stem)
+        if term is None:
+            return None
+        start, end = self._starts[term], self._starts[term + 1]
+        return self._docs[start:end], self._weights[start:end]
 
-    def _relate(self, stem: str, relatives: frozenset[str]) -> dict[int, float]:
-        concept = dict(self._postings.get(stem, {}))
+    def _concept(self, stem: str) -> _Postings | None:
+        """The documents of ``stem`` or a relative, with their best weighted score (``None`` for none)."""
+        return self._concepts[stem] if stem in self._concepts else self._postings(stem)
+
+    def _relate(self, stem: str, relatives: frozenset[str]) -> _Postings | None:
+        import numpy
+
+        best = numpy.zeros(self._count)
+        own = self._postings(stem)
+        if own is not None:
+            best[own[0]] = own[1]
         for related in relatives:
-            for index, score in self._postings.get(related, {}).items():
-                if _RELATED_WEIGHT * score > concept.get(index, 0.0):
-                    concept[index] = _RELATED_WEIGHT * score
-        return concept
+            postings = self._postings(related)
+            if postings is not None:
+                docs, weights = postings
+                best[docs] = numpy.maximum(best[docs], _RELATED_WEIGHT * weights)
+        # Every weight is positive: a document with none has no posting.
+        docs = numpy.flatnonzero(best)
+        return (docs, best[docs]) if len(docs) else None
 
 
-def _add(scores: dict[int, Any], keys: Collection[int], values: Iterable[float]) -> None:
-    """``scores[key] += value`` for each pair (``keys`` is walked twice), in C: no Python frame per posting."""
-    scores.update(zip(keys, map(operator.add, map(scores.get, keys, _ZEROS), values), strict=True))
+def _best(
+    count: int,
+    candidates: npt.NDArray[numpy.intp],
+    scores: npt.NDArray[numpy.float64],
+    covered: npt.NDArray[numpy.intp],
+) -> list[int]:
+    """The ``count`` ``candidates`` of highest ``score * covered``, the lower index first on a tie."""
+    import numpy
 
-
-def _best(count: int, scores: Mapping[int, float], covered: Mapping[int, int]) -> list[int]:
-    """The ``count`` documents of highest ``score * covered``, the lower index first on a tie.
-
-    ``scores`` and ``covered`` hold the same documents in the same order. Ranked without a
-    Python call per document: the whole pass runs in C.
-    """
-    ranks = map(operator.mul, scores.values(), covered.values())
-    return [-negated for _, negated in heapq.nlargest(count, zip(ranks, map(operator.neg, scores), strict=True))]
+    ranks = scores[candidates] * covered[candidates]
+    if len(candidates) > count:
+        # Everything above the count-th best rank is in; ties with it are settled by index below.
+        cut = numpy.partition(ranks, len(ranks) - count)[len(ranks) - count]
+        keep = ranks >= cut
+        candidates, ranks = candidates[keep], ranks[keep]
+    order = numpy.lexsort((candidates, -ranks))[:count]
+    best: list[int] = candidates[order].tolist()
+    return best
 
 
 def fused(rankings: Sequence[tuple[float, Sequence[int]]], limit: int) -> list[int]:
