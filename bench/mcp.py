@@ -25,8 +25,9 @@ of setting up a request's lease for an already-loaded principal. Targets (issues
 2-core machine the req/s figures move by 20-30% between runs; the CPU per execute moves
 less.
 
-``--gc-freeze`` has both servers call ``gc.freeze()`` after the warm-up (what a host can
-do after start-up). ``--profile DIR`` runs each server under cProfile and writes
+Ours runs as ``mycelium serve`` does, freezing what start-up loaded (``create_mcp(...,
+freeze_loaded=True)``); ``--gc-freeze`` has both servers call ``gc.freeze()`` after the warm-up
+too, which is what FastMCP needs for the same. ``--profile DIR`` runs each server under cProfile and writes
 ``DIR/<side>.prof``; ``--stall-stacks MS`` samples each server's loop-thread stack while
 its loop has not ticked for MS. The work lives in ``bench/mcp_bench.py``; this file is
 the entry point the issue names.

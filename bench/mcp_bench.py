@@ -325,7 +325,7 @@ class LoopWatch:
     def __init__(self) -> None:
         self._tick = time.perf_counter()
         self._cpu = time.thread_time()
-        self._collecting = 0.0
+        self._collecting = self._collecting_cpu = 0.0
         self.reset()
         gc.callbacks.append(self._collection)
 
@@ -334,18 +334,26 @@ class LoopWatch:
         self.worst_cpu = 0.0  # the loop thread's CPU time within the worst gap
         self.most_cpu = 0.0  # the most loop-thread CPU time within any one gap
         self.gc_worst = 0.0  # the longest garbage collection (it holds the GIL, so the loop too)
+        self.gc_worst_cpu = 0.0  # the longest collection's CPU time (its wall time counts waiting for a core)
+        self.gc_most_cpu = 0.0  # the most CPU time any one collection took
         self.gc_generation = -1
+        self.gc_count = 0
+        self.gc_total_cpu = 0.0
         self.buckets = [0] * (STALL_BUCKETS + 1)
         self._tick = time.perf_counter()
         self._cpu = time.thread_time()
 
     def _collection(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._collecting = time.perf_counter()
+            self._collecting, self._collecting_cpu = time.perf_counter(), time.thread_time()
             return
         pause = (time.perf_counter() - self._collecting) * 1000
+        cpu = (time.thread_time() - self._collecting_cpu) * 1000
+        self.gc_count += 1
+        self.gc_total_cpu += cpu
+        self.gc_most_cpu = max(self.gc_most_cpu, cpu)
         if pause > self.gc_worst:
-            self.gc_worst, self.gc_generation = pause, info["generation"]
+            self.gc_worst, self.gc_worst_cpu, self.gc_generation = pause, cpu, info["generation"]
 
     @property
     def ticked(self) -> float:
@@ -438,7 +446,8 @@ async def our_app(max_connections: int, capacity: int | None) -> tuple[Any, Call
     # Entered here and left in close(), both from the serving task: a catalog's task group needs one task.
     running = AsyncExitStack()
     await running.enter_async_context(catalog)
-    server = create_mcp(catalog=catalog, authenticate=bearer_tokens({TOKEN: Agent("bench-agent")}))
+    # As `mycelium serve` does: what start-up loaded is frozen once the server runs.
+    server = create_mcp(catalog=catalog, authenticate=bearer_tokens({TOKEN: Agent("bench-agent")}), freeze_loaded=True)
 
     async def close() -> None:
         await server.close()
@@ -502,7 +511,8 @@ async def serve(arguments: argparse.Namespace) -> None:
         elif name == "report":
             # The loop figures first: the collection below would otherwise count as a stall.
             worst, worst_cpu, most_cpu, p99 = watch.worst, watch.worst_cpu, watch.most_cpu, watch.percentile(0.99)
-            gc_worst, gc_generation = watch.gc_worst, watch.gc_generation
+            gc_worst, gc_generation, gc_worst_cpu = watch.gc_worst, watch.gc_generation, watch.gc_worst_cpu
+            gc_most_cpu, gc_count, gc_total_cpu = watch.gc_most_cpu, watch.gc_count, watch.gc_total_cpu
             cpu, loop_cpu = time.process_time() - window["cpu"], time.thread_time() - window["loop_cpu"]
             workers = reaped() - window["workers"]
             seconds = time.perf_counter() - window["started"]
@@ -526,7 +536,11 @@ async def serve(arguments: argparse.Namespace) -> None:
                 stall_most_cpu_ms=most_cpu,
                 stall_p99_ms=p99,
                 gc_worst_ms=gc_worst,
+                gc_worst_cpu_ms=gc_worst_cpu,
+                gc_most_cpu_ms=gc_most_cpu,
                 gc_generation=gc_generation,
+                gc_count=gc_count,
+                gc_total_cpu_ms=gc_total_cpu,
                 stall_stacks=stacks.top(8) if stacks is not None else [],
             )
             watch.reset()
@@ -850,19 +864,22 @@ def server_table(reports: dict[str, dict[str, Any]], executes: dict[str, int]) -
     print("\nevent loop of each server process: gaps between ticks of a 1 ms ticker task (ms)")
     print(
         f"{'side':<10} {'worst gap':>10} {'its loop CPU':>13} {'most loop CPU in a gap':>23} {'p99 gap':>8} "
-        f"{'longest GC':>11}"
+        f"{'longest GC':>11} {'its CPU':>8} {'most GC CPU':>12} {'GCs':>6} {'GC CPU/exec':>12}"
     )
     for side in SIDES:
         report = reports[side]
         print(
             f"{SERVER_LABEL[side]:<10} {report['stall_worst_ms']:10.2f} {report['stall_worst_cpu_ms']:13.2f} "
             f"{report['stall_most_cpu_ms']:23.2f} {report['stall_p99_ms']:8.2f} "
-            f"{report['gc_worst_ms']:8.2f} g{report['gc_generation']}"
+            f"{report['gc_worst_ms']:8.2f} g{report['gc_generation']} {report['gc_worst_cpu_ms']:8.2f} "
+            f"{report['gc_most_cpu_ms']:12.2f} "
+            f"{report['gc_count']:6d} {report['gc_total_cpu_ms'] / max(1, executes[side]):12.3f}"
         )
     print(
         "(loop CPU: CPU time of the loop's thread within a gap. A gap far longer than its CPU time is mostly\n"
         " the process waiting for a core, or for the GIL, on a machine shared by client, servers and workers.\n"
-        " A collection holds the GIL, so the longest GC pause (and its generation) is a stall of its own.)"
+        " A collection holds the GIL, so the longest GC pause (and its generation) is a stall of its own; its CPU\n"
+        " time is the collector's own work. GC CPU/exec: the collector's CPU time in all, per execute.)"
     )
     for side in SIDES:
         if reports[side]["stall_stacks"]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gc
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -138,6 +137,7 @@ async def serve_http(
         # Without a ring the server seals under a key of this process, which is right for one replica.
         secret_keys=replica.secret_keys if replica is not None else None,
         page_approvals=page is not None,
+        freeze_loaded=True,  # this process serves this one server for its life
     )
     sock = _bind(host, http.port)
     bound_port = sock.getsockname()[1]
@@ -147,9 +147,6 @@ async def serve_http(
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with server.running():
-            # What is loaded by now lives as long as the server: keep it out of every later
-            # full collection, which otherwise walks the SDK's objects and stalls the loop.
-            gc.freeze()
             # Printed only now: the socket already listens, and the MCP server is ready.
             print_banner(
                 out,
