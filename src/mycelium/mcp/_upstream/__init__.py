@@ -34,8 +34,11 @@ is JSON, else the text; an image or audio block ``{"type": "image" | "audio", "m
 link ``{"type": "resource_link", "uri": ..., "name": ..., "mimeType": ...}``. No base64 data
 reaches the guest. One block gives its value, several a list of them, none ``None``. A
 result whose JSON passes :data:`MAX_RESULT_CHARS` is refused with a :class:`ToolError` the
-program can read (ask for less); one past the HTTP transport's cap on an event (4 MiB) is a
-host failure, and the session goes on. A stdio server's lines are not capped by the SDK.
+program can read (ask for less). One message past :data:`MAX_MESSAGE_BYTES` (a stdio line,
+an HTTP body, an event) is dropped before it is kept whole, in time linear in its size,
+and the call it answered fails with the same advice; the session goes on (see
+``_stdio``, ``_bodies``, ``_oversize``). The HTTP client asks for uncompressed bodies and
+refuses a compressed one, whose inflated size cannot be bounded before it is read.
 ``isError: true`` raises :class:`ToolError` with the server's text, marked as coming from
 the server. Transport failures, timeouts and protocol errors are host failures: the program
 sees a reference, the operator the evidence. Cancelling a call (the execute's deadline or
@@ -56,6 +59,7 @@ does) or keeps tokens out of URLs.
 from ._definition import DEFAULT_CONNECT_TIMEOUT_MS, mcp_source
 from ._errors import UpstreamError
 from ._names import MAX_SEGMENT_CHARS, MAX_SEGMENTS, tool_paths
+from ._oversize import MAX_MESSAGE_BYTES
 from ._results import MAX_RESULT_CHARS
 from ._secrets import MIN_SECRET_CHARS
 from ._source import (
@@ -72,6 +76,7 @@ __all__ = [
     "MAX_DESCRIPTION_CHARS",
     "MAX_LISTING_SCHEMA_CHARS",
     "MAX_LIST_PAGES",
+    "MAX_MESSAGE_BYTES",
     "MAX_RESULT_CHARS",
     "MAX_SCHEMA_CHARS",
     "MAX_SEGMENTS",
