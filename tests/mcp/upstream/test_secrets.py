@@ -12,6 +12,7 @@ import pytest
 
 from mycelium import MyceliumSourceError
 from mycelium.mcp import mcp_source
+from mycelium.mcp._upstream._secrets import _Secrets
 
 from .conftest import http_served, runtime, stdio_source
 from .servers import Upstream
@@ -69,3 +70,79 @@ async def test_a_failing_server_says_nothing_of_its_secrets_in_the_error_or_the_
     for canary in (HEADER_CANARY, ENV_CANARY):
         assert not any(canary in text for text in errors)
         assert canary not in logged(caplog)
+
+
+@pytest.mark.parametrize("value", ["73925501846271", "0073925501846271", "-73925501846271"])
+async def test_a_secret_of_digits_sent_back_as_numbers_never_shows_in_any_form(value: str) -> None:
+    source = stdio_source(env={"CANARY_NUMBER": value})
+    async with runtime(source) as rt, rt.lease() as lease:
+        structured = await lease.execute_tool.run("return await up.numbers(form='structured')")
+        written = await lease.execute_tool.run("return await up.numbers(form='text')")
+        failed = await lease.execute_tool.run(
+            "try:\n    await up.numbers(form='error')\nexcept RuntimeError as e:\n    return str(e)"
+        )
+        described = await lease.execute_tool.run("return await forage.describe('up.numbers')")
+        (target,) = [t for t in lease.catalog.targets if t.path == "up.numbers"]
+    # Every number that shows the digits becomes the string "[redacted]"; other numbers and booleans stay.
+    assert structured.value == {
+        "int": "[redacted]",
+        "negative": "[redacted]",
+        "float": "[redacted]",
+        "tiny": "[redacted]",
+        "inside": "[redacted]",
+        "[redacted]": "a key",
+        "nested": [[{"n": "[redacted]"}]],
+        "small": 12,
+        "flag": True,
+        "pi": 3.14159,
+    }
+    words = "code [redacted] and [redacted]"
+    assert written.value == {"exponent": "[redacted]", "negative": "[redacted]", "words": words}
+    assert failed.value == "up.numbers failed; server 'up' says: quota [redacted] exceeded"
+    assert target.operation.input_schema["properties"]["limit"]["default"] == "[redacted]"
+    digits = value.lstrip("-0")
+    shown = [structured.text, written.text, failed.text, described.text, str(target.operation.description)]
+    assert not any(digits[:8] in text for text in shown)
+
+
+DIGITS = "73925501846271123456"  # twenty digits: a float keeps about sixteen of them
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        int(DIGITS),
+        -int(DIGITS),
+        float(DIGITS),  # rounded: 7.392550184627112e+19
+        int(DIGITS) / 10**30,  # 7.392550184627112e-11
+        int("9" + DIGITS + "1"),  # inside a longer number
+        73925501,  # eight of its digits are enough
+    ],
+)
+def test_a_number_showing_eight_consecutive_digits_of_a_secret_becomes_the_redaction_marker(number: float) -> None:
+    secrets = _Secrets([f"Bearer {DIGITS}"])
+    assert secrets.value({"n": number}) == {"n": "[redacted]"}
+    written = secrets.text(f"total {number!r} today")
+    assert "[redacted]" in written
+    assert not any(DIGITS[i : i + 8] in written for i in range(len(DIGITS) - 7))
+
+
+def test_numbers_and_booleans_that_show_fewer_digits_of_a_secret_stay_as_they_are() -> None:
+    secrets = _Secrets([DIGITS])
+    kept = [7392550, 1.5, True, None, 1e100, float("inf"), 20251125]
+    assert secrets.value(kept) == kept
+    assert secrets.text("v1.2.3 on 2025-11-25, 7392550 of 9") == "v1.2.3 on 2025-11-25, 7392550 of 9"
+
+
+def test_a_secret_with_a_decimal_point_is_redacted_as_the_number_it_writes() -> None:
+    secrets = _Secrets(["1234.5678"])
+    assert secrets.value([1234.5678, -1234.5678, 1234.56]) == ["[redacted]", "[redacted]", 1234.56]
+
+
+def test_an_integer_too_long_to_write_is_redacted_rather_than_left_unchecked() -> None:
+    secrets = _Secrets([DIGITS])
+    assert secrets.value(10**5_000) == "[redacted]"
+
+
+def test_without_a_secret_of_digits_numbers_are_never_touched() -> None:
+    assert _Secrets([ENV_CANARY]).value(int(DIGITS)) == int(DIGITS)

@@ -282,7 +282,7 @@ class McpSource:
                     raise ToolError(_OVERSIZED_ADVICE) from None
                 # The server's words may echo what it was given: only the redacted text goes on (to the logs).
                 raise UpstreamError(secrets.text(f"the server answered with error {exc.code}: {exc}")) from None
-            return _result_value(result, secrets, origin)
+            return await _result_value(result, secrets, origin)
 
         return operation(
             input=_host_checked(secrets.value(tool.input_schema)),
