@@ -10,9 +10,10 @@ import logging
 
 import pytest
 
-from mycelium import MyceliumSourceError
+from mycelium import MyceliumSourceError, OperationEvidence, Runtime
 from mycelium.mcp import mcp_source
 from mycelium.mcp._upstream._secrets import _Secrets
+from mycelium.sandbox.monty import MontySandbox
 
 from .conftest import http_served, runtime, stdio_source
 from .servers import Upstream
@@ -146,3 +147,15 @@ def test_an_integer_too_long_to_write_is_redacted_rather_than_left_unchecked() -
 
 def test_without_a_secret_of_digits_numbers_are_never_touched() -> None:
     assert _Secrets([ENV_CANARY]).value(int(DIGITS)) == int(DIGITS)
+
+
+async def test_a_redacted_number_where_the_output_schema_wants_one_fails_on_the_host_without_showing_it() -> None:
+    errors: list[OperationEvidence] = []
+    source = stdio_source(env={"CANARY_NUMBER": "73925501846271"})
+    rt = Runtime(sources=[source], sandbox=MontySandbox(), on_operation_error=errors.append)
+    async with rt, rt.lease() as lease:
+        result = await lease.execute_tool.run("return await up.add(a=73925501, b=0)")
+    assert result.failure is not None
+    assert result.failure.code == "capability-failed"
+    assert "'[redacted]' is not of type 'integer'" in str(errors[0].exception)
+    assert "73925501" not in result.text + str(errors[0].exception)
