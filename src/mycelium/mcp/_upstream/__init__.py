@@ -48,11 +48,12 @@ Secrets: every header and ``env`` value (and a user, password or query value in 
 of at least :data:`MIN_SECRET_CHARS` characters, and each such word of it, is replaced by
 ``[redacted]`` in whatever this package builds from upstream text: descriptions, results,
 error messages and log lines, schemas included; a tool whose very name holds one is left
-out. Digits are compared as digits, since a server may send them back as a number in
-another form: a JSON number, or one written in text, that shows :data:`MIN_SECRET_CHARS`
-consecutive digits of a secret's becomes ``"[redacted]"`` (see ``_secrets``). Shorter values are not treated as secrets (``DEBUG=1``). Credentials in the URL are
-sent as basic auth, so the URL holds none. Values in a stdio server's ``args`` are not
-known to be secrets: pass tokens in ``env``. The SDK's own DEBUG logs record wire traffic
+out. Shorter values are not treated as secrets (``DEBUG=1``). Digits are compared as
+digits, since a server may send them back as a number in another form: a JSON number, or
+one written in text, that shows :data:`MIN_SECRET_CHARS` consecutive digits of a secret's
+becomes ``"[redacted]"`` (see ``_secrets``). Credentials in the URL are sent as basic
+auth, so the URL holds none. Values in a stdio server's ``args`` are not known to be
+secrets: pass tokens in ``env``. The SDK's own DEBUG logs record wire traffic
 (what a server sends), and the HTTP client (``httpx2``) logs each request line, its URL
 with the query, at INFO: a host that logs at INFO quiets ``httpx2`` (``mycelium serve``
 does) or keeps tokens out of URLs.
