@@ -28,7 +28,6 @@ from contextlib import asynccontextmanager, suppress
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client._transport import TransportStreams
 from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
@@ -39,6 +38,7 @@ from ._oversize import MAX_MESSAGE_BYTES, _refusal
 
 logger = logging.getLogger("mycelium")
 
+_Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 _READ_BYTES = 65_536
 _FLUSH_S = 0.5  # the writer's time to send what it took before stdin closes
 _EXIT_S = 2.0  # the server's time to exit once its stdin closed, then again once terminated
@@ -47,7 +47,7 @@ _EXIT_S = 2.0  # the server's time to exit once its stdin closed, then again onc
 @asynccontextmanager
 async def stdio_transport(
     command: str, args: Sequence[str], env: dict[str, str] | None, cwd: str | None, label: str
-) -> AsyncIterator[TransportStreams]:
+) -> AsyncIterator[_Streams]:
     """Run ``command`` with ``args`` and give the SDK client its messages; ``label`` names it in logs."""
     process = await anyio.open_process(
         [command, *args],
