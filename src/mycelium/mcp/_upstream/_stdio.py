@@ -21,7 +21,6 @@ child outlives its session.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 
@@ -52,7 +51,7 @@ async def stdio_transport(
     process = await anyio.open_process(
         [command, *args],
         env=get_default_environment() | (env or {}),
-        stderr=sys.stderr,
+        stderr=None,  # the host's own file 2, even where sys.stderr was replaced by an object without one
         cwd=cwd,
         start_new_session=True,  # its own process group, which the shutdown terminates whole
     )
