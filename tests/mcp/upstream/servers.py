@@ -59,12 +59,12 @@ def canary_number() -> int:
 def numbers(form: str) -> types.CallToolResult:
     """``CANARY_NUMBER`` sent back in every form a JSON number, a key or a text can take."""
     n, written = canary_number(), os.environ.get("CANARY_NUMBER", "0")
-    if form == "error":
-        return types.CallToolResult(content=[types.TextContent(text=f"quota {abs(n):.13e} exceeded")], is_error=True)
+    if form in ("error", "long_error"):
+        said = f"quota {abs(n):.13e} exceeded" + (" and so on" * 300_000 if form == "long_error" else "")
+        return types.CallToolResult(content=[types.TextContent(text=said)], is_error=True)
     if form == "text":
-        return text(
-            f'{{"exponent": {n:.13e}, "negative": -{abs(n)}, "words": "code {abs(n) / 10**20!r} and {written}"}}'
-        )
+        words = f"code {abs(n) / 10**20!r} and {written}"
+        return text(f'{{"exponent": {n:.13e}, "negative": -{abs(n)}, "words": "{words}", "grouped": "{abs(n):,}"}}')
     structured = {
         "int": n,
         "negative": -n,

@@ -11,20 +11,20 @@ import json
 import anyio.to_thread
 import mcp.types
 
-from ..._exceptions import ToolError
+from ..._exceptions import MAX_ERROR_MESSAGE_CHARS, ToolError
 from ._secrets import _Secrets
 
 MAX_RESULT_CHARS = 500_000
 """The most JSON characters a call's result may have; a larger one is refused, typed."""
-_REDACTED_IN_PLACE_CHARS = (
-    16_384  # a larger result is redacted off the event loop (digits are checked number by number)
-)
+# A larger result is redacted off the event loop: when its JSON may show a secret, it is walked value by value.
+_REDACTED_IN_PLACE_CHARS = 16_384
 
 
 async def _result_value(result: mcp.types.CallToolResult, secrets: _Secrets, origin: str) -> object:
     if result.is_error:
         said = "\n".join(block.text for block in result.content if isinstance(block, mcp.types.TextContent))
-        raise ToolError(secrets.text(said) or "the tool reported an error", origin=origin)
+        # The text may be a whole message long: only what the program is shown of it is redacted.
+        raise ToolError(secrets.clipped(said, MAX_ERROR_MESSAGE_CHARS) or "the tool reported an error", origin=origin)
     if result.structured_content is not None:
         value: object = result.structured_content
     else:

@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ..._context import InvocationContext
-from ..._exceptions import DefinitionError, MyceliumSourceError, ToolError
+from ..._exceptions import MAX_ERROR_MESSAGE_CHARS, DefinitionError, MyceliumSourceError, ToolError
 from ..._language import LanguageFacts
 from ..._modules import Module
 from ..._operations import Operation, operation
@@ -242,7 +242,7 @@ class McpSource:
                     "MCP server %r: tool %s is left out: %s",
                     self._id,
                     self._shown(tool.name),
-                    clip(self._secrets.text(str(exc)), 300),
+                    self._secrets.clipped(str(exc), 300),
                 )
                 continue
             operations[path] = projected
@@ -264,7 +264,8 @@ class McpSource:
         return module, f"tools-{digest[:16]}"
 
     def _operation(self, tool: mcp.types.Tool, path: str, session: _UpstreamSession) -> Operation:
-        text = self._secrets.text(tool.description or tool.title or (tool.annotations and tool.annotations.title) or "")
+        described = tool.description or tool.title or (tool.annotations and tool.annotations.title) or ""
+        text = self._secrets.clipped(described, MAX_DESCRIPTION_CHARS)
         if path != tool.name:
             named = f"(MCP tool {self._shown(tool.name)})"
             text = f"{clip(text, MAX_DESCRIPTION_CHARS - len(named) - 2)}\n\n{named}" if text else named
@@ -281,7 +282,8 @@ class McpSource:
                 if _oversized(exc):
                     raise ToolError(_OVERSIZED_ADVICE) from None
                 # The server's words may echo what it was given: only the redacted text goes on (to the logs).
-                raise UpstreamError(secrets.text(f"the server answered with error {exc.code}: {exc}")) from None
+                said = f"the server answered with error {exc.code}: {exc}"
+                raise UpstreamError(secrets.clipped(said, MAX_ERROR_MESSAGE_CHARS)) from None
             return await _result_value(result, secrets, origin)
 
         return operation(
@@ -296,7 +298,7 @@ class McpSource:
     def _server_description(self, server: mcp.types.Implementation | None) -> str:
         said = f"Tools of the MCP server {self._id!r}"
         if server is not None:
-            title = clip(self._secrets.text(server.title or server.name), 120)
+            title = self._secrets.clipped(server.title or server.name, 120)
             said += f" ({title})"
         return said
 
@@ -325,7 +327,7 @@ class McpSource:
         return MyceliumSourceError(self._id, "acquire", self._secrets.text(message))
 
     def _shown(self, tool_name: str) -> str:
-        return repr(clip(self._secrets.text(tool_name), 80))
+        return repr(self._secrets.clipped(tool_name, 80))
 
 
 async def _nothing() -> None:
