@@ -95,7 +95,7 @@ async def connected(transport: str, side: str) -> AsyncIterator[Any]:
         return
     async with http_server() as url:
         if side == "ours":
-            async with bound_bodies(http_client({}, None), {}) as http:
+            async with bound_bodies(http_client({}, None)) as http:
                 async with Client(
                     streamable_http_client(url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES), mode="legacy"
                 ) as client:

@@ -155,9 +155,13 @@ class Compressing:
         await self.app(scope, receive, compress)
 
 
-async def test_a_server_that_compresses_though_asked_not_to_is_refused_saying_to_serve_uncompressed() -> None:
+# Whatever the host's own headers ask for: a compressed body would be refused.
+@pytest.mark.parametrize("headers", [{}, {"Accept-Encoding": "gzip, br"}])
+async def test_a_server_that_compresses_though_asked_not_to_is_refused_saying_to_serve_uncompressed(
+    headers: dict[str, str],
+) -> None:
     app = Compressing(Upstream().server().streamable_http_app(host="127.0.0.1", json_response=True))
-    async with serve_asgi(app) as base, runtime(mcp_source("up", url=f"{base}/mcp")) as rt:
+    async with serve_asgi(app) as base, runtime(mcp_source("up", url=f"{base}/mcp", headers=headers)) as rt:
         with pytest.raises(MyceliumSourceError) as caught:
             await rt.acquire()
     said = str(caught.value.__cause__)

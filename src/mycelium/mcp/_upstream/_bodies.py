@@ -8,9 +8,10 @@ an event stream's as it is read and fails the read past :data:`MAX_MESSAGE_BYTES
 SDK then fails that call with the refusal's words, and the session goes on.
 
 A compressed body is inflated as it is read, so a few kilobytes can stand for gigabytes:
-the client asks for none (``Accept-Encoding: identity``, unless the host set that header
-itself), and a body compressed anyway is refused unread. Events are read in inflated
-pieces of at most 1 MiB and checked piece by piece, so their bound holds either way.
+the client asks for none (``Accept-Encoding: identity``, whatever the host's headers say,
+since it would refuse what they asked for), and a body compressed anyway is refused
+unread. Events are read in inflated pieces of at most 1 MiB and checked piece by piece,
+so their bound holds either way.
 """
 
 from __future__ import annotations
@@ -64,9 +65,8 @@ async def _bound(response: httpx2.Response) -> None:
     response.stream = _BoundedBody(stream, MAX_MESSAGE_BYTES, refused)
 
 
-def bound_bodies(client: httpx2.AsyncClient, headers: dict[str, str]) -> httpx2.AsyncClient:
-    """Make ``client`` refuse bodies past :data:`MAX_MESSAGE_BYTES`, and compressed ones; ``headers`` are the host's."""
-    if not any(name.lower() == "accept-encoding" for name in headers):
-        client.headers["Accept-Encoding"] = "identity"
+def bound_bodies(client: httpx2.AsyncClient) -> httpx2.AsyncClient:
+    """Make ``client`` refuse bodies past :data:`MAX_MESSAGE_BYTES`, and compressed ones, which it asks not to get."""
+    client.headers["Accept-Encoding"] = "identity"
     client.event_hooks["response"].append(_bound)
     return client

@@ -308,9 +308,7 @@ class McpSource:
         async with AsyncExitStack() as stack:
             server: Any
             if self._url is not None:
-                http = await stack.enter_async_context(
-                    bound_bodies(http_client(self._headers, self._auth), self._headers)
-                )
+                http = await stack.enter_async_context(bound_bodies(http_client(self._headers, self._auth)))
                 server = streamable_http_client(self._url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES)
             elif sys.platform == "win32":
                 # The SDK's own client there, which finds a launcher's .cmd; its lines are not bounded.
