@@ -23,6 +23,7 @@ from tests.support.loopback import serve_asgi
 from .servers import Upstream
 
 SERVERS = str(Path(__file__).with_name("servers.py"))
+RAW_SERVER = str(Path(__file__).with_name("raw_server.py"))
 
 
 def stdio_source(profile: str = "basic", source_id: str = "up", **options: Any) -> CapabilitySource:
@@ -30,10 +31,15 @@ def stdio_source(profile: str = "basic", source_id: str = "up", **options: Any) 
     return mcp_source(source_id, command=sys.executable, args=[SERVERS, profile], **options)
 
 
+def raw_source(*args: str, **options: Any) -> CapabilitySource:
+    """A source over ``raw_server.py`` (a server written by hand, which sends whatever lines a test asks for)."""
+    return mcp_source("up", command=sys.executable, args=[RAW_SERVER, *args], **options)
+
+
 @asynccontextmanager
-async def http_served(upstream: Upstream) -> AsyncIterator[str]:
-    """Serve ``upstream`` over Streamable HTTP; yield its endpoint URL."""
-    async with serve_asgi(upstream.server().streamable_http_app(host="127.0.0.1")) as base:
+async def http_served(upstream: Upstream, *, json_response: bool = False) -> AsyncIterator[str]:
+    """Serve ``upstream`` over Streamable HTTP (answers as event streams, or JSON bodies); yield its endpoint URL."""
+    async with serve_asgi(upstream.server().streamable_http_app(host="127.0.0.1", json_response=json_response)) as base:
         yield f"{base}/mcp"
 
 
@@ -44,7 +50,7 @@ def runtime(*sources: CapabilitySource, timeout_ms: int = 30_000) -> Runtime:
 def children() -> set[int]:
     """The live (not zombie) upstream server processes this process started, from /proc.
 
-    Only ``servers.py`` children count: the sandbox has worker processes of its own.
+    Only ``servers.py`` and ``raw_server.py`` children count: the sandbox has worker processes of its own.
     """
     found: set[int] = set()
     for entry in os.listdir("/proc"):
@@ -57,7 +63,7 @@ def children() -> set[int]:
             continue
         # The command may hold spaces and parentheses: fields follow the last ')'.
         state, parent = stat.rsplit(")", 1)[1].split()[:2]
-        if int(parent) == os.getpid() and state != "Z" and SERVERS.encode() in command:
+        if int(parent) == os.getpid() and state != "Z" and {SERVERS.encode(), RAW_SERVER.encode()} & set(command):
             found.add(int(entry))
     return found
 

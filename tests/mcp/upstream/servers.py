@@ -51,6 +51,35 @@ def tool(name: str, schema: dict[str, Any] = NOTHING, **fields: Any) -> types.To
     return types.Tool(name=name, input_schema=schema, **fields)
 
 
+def canary_number() -> int:
+    """The ``CANARY_NUMBER`` env value as a number (the digits a server is given as a secret)."""
+    return int(os.environ.get("CANARY_NUMBER", "0"))
+
+
+def numbers(form: str) -> types.CallToolResult:
+    """``CANARY_NUMBER`` sent back in every form a JSON number, a key or a text can take."""
+    n, written = canary_number(), os.environ.get("CANARY_NUMBER", "0")
+    if form in ("error", "long_error"):
+        said = f"quota {abs(n):.13e} exceeded" + (" and so on" * 300_000 if form == "long_error" else "")
+        return types.CallToolResult(content=[types.TextContent(text=said)], is_error=True)
+    if form == "text":
+        words = f"code {abs(n) / 10**20!r} and {written}"
+        return text(f'{{"exponent": {n:.13e}, "negative": -{abs(n)}, "words": "{words}", "grouped": "{abs(n):,}"}}')
+    structured = {
+        "int": n,
+        "negative": -n,
+        "float": float(n),
+        "tiny": n / 10**20,
+        "inside": int(f"1{abs(n)}9"),
+        written: "a key",
+        "nested": [[{"n": n}]],
+        "small": 12,
+        "flag": True,
+        "pi": 3.14159,
+    }
+    return types.CallToolResult(content=[types.TextContent(text="numbers")], structured_content=structured)
+
+
 def basic_tools() -> list[types.Tool]:
     read_only = types.ToolAnnotations(read_only_hint=True)
     return [
@@ -86,6 +115,14 @@ def basic_tools() -> list[types.Tool]:
         tool("huge", {"type": "object", "properties": {"chars": {"type": "integer"}}}, description="A long text."),
         tool("deep", description="Text that is deeply nested JSON."),
         tool("whoami", description=f"Shows its configuration ({os.environ.get('CANARY_ENV', 'none')})."),
+        tool(
+            "numbers",
+            {
+                "type": "object",
+                "properties": {"form": {"type": "string"}, "limit": {"type": "integer", "default": canary_number()}},
+            },
+            description=f"Sends CANARY_NUMBER back as numbers; counts to {canary_number():.13e}.",
+        ),
         tool("change_tools", description="Add a tool and tell the client the list changed."),
         tool("crash", description="End the server process at once."),
         tool(
@@ -161,6 +198,8 @@ class Upstream:
             return text("y" * arguments.get("chars", 2_000_000))
         if name == "deep":
             return text("[" * 100_000 + "]" * 100_000)
+        if name == "numbers":
+            return numbers(arguments.get("form", "structured"))
         if name == "whoami":
             request = ctx.request
             header = request.headers.get("authorization", "") if request is not None else ""

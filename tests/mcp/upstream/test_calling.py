@@ -7,7 +7,7 @@ import pytest
 
 from mycelium import CallContext, OperationEvidence, OperationFailed, Runtime
 from mycelium._signals import AbortController
-from mycelium.mcp._upstream import MAX_RESULT_CHARS
+from mycelium.mcp._upstream import MAX_MESSAGE_BYTES, MAX_RESULT_CHARS
 from mycelium.sandbox.monty import MontySandbox
 
 from .conftest import TRANSPORTS, runtime, upstream
@@ -115,7 +115,7 @@ async def test_input_is_checked_on_the_host_before_the_call_leaves(transport: st
         assert server.calls == []
 
 
-# Past the HTTP transport's event cap (4 MiB) the SDK refuses it: a host failure, the session intact.
+# Past MAX_MESSAGE_BYTES the answer is dropped unread on either transport: the same advice, the session intact.
 @pytest.mark.parametrize("chars", [2_000_000, 6_000_000])
 @both
 async def test_a_huge_result_fails_typed_never_a_crash_or_hang_and_the_session_keeps_working(
@@ -129,11 +129,12 @@ async def test_a_huge_result_fails_typed_never_a_crash_or_hang_and_the_session_k
         result = await lease.execute_tool.run(program)
     caught, after = result.value  # type: ignore[misc]
     assert after == "still here"
-    if chars < 4_000_000 or transport == "stdio":
+    if chars < MAX_MESSAGE_BYTES:
         assert caught.startswith(f"up.huge failed: the result is {chars + 2} characters of JSON")
         assert str(MAX_RESULT_CHARS) in caught
     else:
-        assert caught.startswith("up.huge failed on the host (reference ref-")
+        assert caught.startswith(f"up.huge failed: the server sent a message over {MAX_MESSAGE_BYTES} bytes")
+        assert caught.endswith("Ask for less (a narrower query, a page, a limit).")
 
 
 async def test_a_direct_invoke_stopped_by_its_signal_cancels_the_upstream_handler() -> None:

@@ -10,8 +10,10 @@ import logging
 
 import pytest
 
-from mycelium import MyceliumSourceError
+from mycelium import MyceliumSourceError, OperationEvidence, Runtime
+from mycelium._exceptions import MAX_ERROR_MESSAGE_CHARS
 from mycelium.mcp import mcp_source
+from mycelium.sandbox.monty import MontySandbox
 
 from .conftest import http_served, runtime, stdio_source
 from .servers import Upstream
@@ -69,3 +71,64 @@ async def test_a_failing_server_says_nothing_of_its_secrets_in_the_error_or_the_
     for canary in (HEADER_CANARY, ENV_CANARY):
         assert not any(canary in text for text in errors)
         assert canary not in logged(caplog)
+
+
+@pytest.mark.parametrize("value", ["73925501846271", "0073925501846271", "-73925501846271"])
+async def test_a_secret_of_digits_sent_back_as_numbers_never_shows_in_any_form(value: str) -> None:
+    source = stdio_source(env={"CANARY_NUMBER": value})
+    async with runtime(source) as rt, rt.lease() as lease:
+        structured = await lease.execute_tool.run("return await up.numbers(form='structured')")
+        written = await lease.execute_tool.run("return await up.numbers(form='text')")
+        failed = await lease.execute_tool.run(
+            "try:\n    await up.numbers(form='error')\nexcept RuntimeError as e:\n    return str(e)"
+        )
+        described = await lease.execute_tool.run("return await forage.describe('up.numbers')")
+        (target,) = [t for t in lease.catalog.targets if t.path == "up.numbers"]
+    # Every number that shows the digits becomes the string "[redacted]"; other numbers and booleans stay.
+    assert structured.value == {
+        "int": "[redacted]",
+        "negative": "[redacted]",
+        "float": "[redacted]",
+        "tiny": "[redacted]",
+        "inside": "[redacted]",
+        "[redacted]": "a key",
+        "nested": [[{"n": "[redacted]"}]],
+        "small": 12,
+        "flag": True,
+        "pi": 3.14159,
+    }
+    words = "code [redacted] and [redacted]"
+    assert written.value == {
+        "exponent": "[redacted]",
+        "negative": "[redacted]",
+        "words": words,
+        "grouped": "[redacted]",
+    }
+    assert failed.value == "up.numbers failed; server 'up' says: quota [redacted] exceeded"
+    assert target.operation.input_schema["properties"]["limit"]["default"] == "[redacted]"
+    digits = value.lstrip("-0")
+    shown = [structured.text, written.text, failed.text, described.text, str(target.operation.description)]
+    assert not any(digits[:8] in text for text in shown)
+
+
+async def test_an_error_text_of_megabytes_reaches_the_program_cut_to_its_bound_and_redacted() -> None:
+    source = stdio_source(env={"CANARY_NUMBER": "73925501846271"})
+    async with runtime(source) as rt, rt.lease() as lease:
+        program = "try:\n    await up.numbers(form='long_error')\nexcept RuntimeError as e:\n    return str(e)"
+        failed = str((await lease.execute_tool.run(program)).value)
+    said = "up.numbers failed; server 'up' says: "
+    assert failed.startswith(f"{said}quota [redacted] exceeded and so on and so on")
+    assert failed.endswith("...")
+    assert len(failed) <= len(said) + MAX_ERROR_MESSAGE_CHARS
+
+
+async def test_a_redacted_number_where_the_output_schema_wants_one_fails_on_the_host_without_showing_it() -> None:
+    errors: list[OperationEvidence] = []
+    source = stdio_source(env={"CANARY_NUMBER": "73925501846271"})
+    rt = Runtime(sources=[source], sandbox=MontySandbox(), on_operation_error=errors.append)
+    async with rt, rt.lease() as lease:
+        result = await lease.execute_tool.run("return await up.add(a=73925501, b=0)")
+    assert result.failure is not None
+    assert result.failure.code == "capability-failed"
+    assert "'[redacted]' is not of type 'integer'" in str(errors[0].exception)
+    assert "73925501" not in result.text + str(errors[0].exception)

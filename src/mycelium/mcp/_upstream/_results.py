@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import json
 
+import anyio.to_thread
 import mcp.types
 
-from ..._exceptions import ToolError
+from ..._exceptions import MAX_ERROR_MESSAGE_CHARS, ToolError
 from ._secrets import _Secrets
 
 MAX_RESULT_CHARS = 500_000
 """The most JSON characters a call's result may have; a larger one is refused, typed."""
+# A larger result is redacted off the event loop: when its JSON may show a secret, it is walked value by value.
+_REDACTED_IN_PLACE_CHARS = 16_384
 
 
-def _result_value(result: mcp.types.CallToolResult, secrets: _Secrets, origin: str) -> object:
+async def _result_value(result: mcp.types.CallToolResult, secrets: _Secrets, origin: str) -> object:
     if result.is_error:
         said = "\n".join(block.text for block in result.content if isinstance(block, mcp.types.TextContent))
-        raise ToolError(secrets.text(said) or "the tool reported an error", origin=origin)
+        # The text may be a whole message long: only what the program is shown of it is redacted.
+        raise ToolError(secrets.clipped(said, MAX_ERROR_MESSAGE_CHARS) or "the tool reported an error", origin=origin)
     if result.structured_content is not None:
         value: object = result.structured_content
     else:
@@ -32,7 +36,9 @@ def _result_value(result: mcp.types.CallToolResult, secrets: _Secrets, origin: s
             f"the result is {size} characters of JSON; the most an operation may return is {MAX_RESULT_CHARS}. "
             "Ask for less (a narrower query, a page, a limit)."
         )
-    return secrets.value(value)
+    if size <= _REDACTED_IN_PLACE_CHARS:
+        return secrets.value(value)
+    return await anyio.to_thread.run_sync(secrets.value, value)
 
 
 def _block_value(block: object) -> object:

@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from ..._signals import AbortError, AbortSignal
+from ._oversize import _oversized
 
 _CLOSE_GRACE_S = 5.0  # a closing session may say goodbye (DELETE, stdin EOF) this long before it is cut
 
@@ -122,7 +123,8 @@ class _UpstreamSession:
             with scope:
                 return await client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
+            # An answer too big to read closes the SDK's event stream, not the session.
+            if exc.code == CONNECTION_CLOSED and not _oversized(exc):
                 self.lose()
             raise
         finally:

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -26,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ..._context import InvocationContext
-from ..._exceptions import DefinitionError, MyceliumSourceError
+from ..._exceptions import MAX_ERROR_MESSAGE_CHARS, DefinitionError, MyceliumSourceError, ToolError
 from ..._language import LanguageFacts
 from ..._modules import Module
 from ..._operations import Operation, operation
@@ -34,12 +35,15 @@ from ..._signals import AbortSignal
 from ..._sources import AcquireContext, Acquired
 from ..._text import clip
 from .._sdk import http_client
+from ._bodies import bound_bodies
 from ._errors import UpstreamError, _reason, _summary
 from ._names import tool_paths
+from ._oversize import _OVERSIZED_ADVICE, MAX_MESSAGE_BYTES, _oversized
 from ._results import _result_value
 from ._schemas import _host_checked
 from ._secrets import _Secrets, _url_secrets, _without_userinfo
 from ._session import _UpstreamSession
+from ._stdio import stdio_transport
 
 logger = logging.getLogger("mycelium")
 
@@ -54,7 +58,6 @@ MAX_SCHEMA_CHARS = 65_536
 MAX_LISTING_SCHEMA_CHARS = 4 * 1_048_576
 """The most JSON characters of every listed tool's schemas together; more fails the acquisition."""
 
-_MAX_SSE_EVENT_BYTES = 4 * 1_048_576  # above MAX_RESULT_CHARS, so an oversized result is refused typed
 _CLIENT_INFO = mcp.types.Implementation(name="mycelium", version="1")
 _DOWNLOADING_LAUNCHERS = frozenset({"npx", "uvx", "bunx", "pnpx", "pipx", "deno", "docker"})
 """Commands that fetch a server before running it, so a first start can outlast any usual bound."""
@@ -239,7 +242,7 @@ class McpSource:
                     "MCP server %r: tool %s is left out: %s",
                     self._id,
                     self._shown(tool.name),
-                    clip(self._secrets.text(str(exc)), 300),
+                    self._secrets.clipped(str(exc), 300),
                 )
                 continue
             operations[path] = projected
@@ -261,7 +264,8 @@ class McpSource:
         return module, f"tools-{digest[:16]}"
 
     def _operation(self, tool: mcp.types.Tool, path: str, session: _UpstreamSession) -> Operation:
-        text = self._secrets.text(tool.description or tool.title or (tool.annotations and tool.annotations.title) or "")
+        described = tool.description or tool.title or (tool.annotations and tool.annotations.title) or ""
+        text = self._secrets.clipped(described, MAX_DESCRIPTION_CHARS)
         if path != tool.name:
             named = f"(MCP tool {self._shown(tool.name)})"
             text = f"{clip(text, MAX_DESCRIPTION_CHARS - len(named) - 2)}\n\n{named}" if text else named
@@ -275,9 +279,12 @@ class McpSource:
             try:
                 result = await session.call(name, arguments, context.signal, timeout_s)
             except MCPError as exc:
+                if _oversized(exc):
+                    raise ToolError(_OVERSIZED_ADVICE) from None
                 # The server's words may echo what it was given: only the redacted text goes on (to the logs).
-                raise UpstreamError(secrets.text(f"the server answered with error {exc.code}: {exc}")) from None
-            return _result_value(result, secrets, origin)
+                said = f"the server answered with error {exc.code}: {exc}"
+                raise UpstreamError(secrets.clipped(said, MAX_ERROR_MESSAGE_CHARS)) from None
+            return await _result_value(result, secrets, origin)
 
         return operation(
             input=_host_checked(secrets.value(tool.input_schema)),
@@ -291,7 +298,7 @@ class McpSource:
     def _server_description(self, server: mcp.types.Implementation | None) -> str:
         said = f"Tools of the MCP server {self._id!r}"
         if server is not None:
-            title = clip(self._secrets.text(server.title or server.name), 120)
+            title = self._secrets.clipped(server.title or server.name, 120)
             said += f" ({title})"
         return said
 
@@ -301,13 +308,16 @@ class McpSource:
         async with AsyncExitStack() as stack:
             server: Any
             if self._url is not None:
-                http = await stack.enter_async_context(http_client(self._headers, self._auth))
-                server = streamable_http_client(self._url, http_client=http, max_sse_event_size=_MAX_SSE_EVENT_BYTES)
+                http = await stack.enter_async_context(bound_bodies(http_client(self._headers, self._auth)))
+                server = streamable_http_client(self._url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES)
+            elif sys.platform == "win32":
+                # The SDK's own client there, which finds a launcher's .cmd; its lines are not bounded.
+                server = StdioServerParameters(
+                    command=self._command or "", args=list(self._args), env=self._env, cwd=self._cwd
+                )
             else:
                 assert self._command is not None
-                server = StdioServerParameters(
-                    command=self._command, args=list(self._args), env=self._env, cwd=self._cwd
-                )
+                server = stdio_transport(self._command, self._args, self._env, self._cwd, label=self._id)
             client = Client(server, mode="legacy", cache=None, message_handler=on_message, client_info=_CLIENT_INFO)
             yield await stack.enter_async_context(client)
 
@@ -315,7 +325,7 @@ class McpSource:
         return MyceliumSourceError(self._id, "acquire", self._secrets.text(message))
 
     def _shown(self, tool_name: str) -> str:
-        return repr(clip(self._secrets.text(tool_name), 80))
+        return repr(self._secrets.clipped(tool_name, 80))
 
 
 async def _nothing() -> None:
