@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 from pydantic_monty import AsyncMonty, ExternalModule
-from stats import percentile
+from stats import executing, percentile
 
 from mycelium import ExecutionOptions, Module, Runtime, operation
 from mycelium.sandbox.monty import MontySandbox
@@ -89,20 +89,10 @@ async def main(runs: int, seconds: float) -> None:
 
         runtime = Runtime(modules=[demo], sandbox=MontySandbox(), execution=ExecutionOptions(sandbox_capacity=16))
         async with runtime, runtime.lease() as lease:
-
-            def ours(code: str) -> Callable[[], Awaitable[object]]:
-                async def run() -> object:
-                    result = await lease.execute_tool.run(code, tool_call_id="bench")
-                    if result.is_error:
-                        raise SystemExit(f"execute failed: {result.text}")
-                    return result
-
-                return run
-
             print(f"latency, {runs} runs each (ms)")
             print(f"{'scenario':<22} {'bare p50':>9} {'bare p99':>9} {'ours p50':>9} {'ours p99':>9} {'ratio':>6}")
             for name, code in SCENARIOS.items():
-                floor, mine = await measure(bare(code), ours(code), runs)
+                floor, mine = await measure(bare(code), executing(lease, code), runs)
                 ratio = statistics.median(mine) / statistics.median(floor)
                 print(
                     f"{name:<22} {statistics.median(floor):9.3f} {percentile(floor, 0.99):9.3f} "
@@ -112,7 +102,7 @@ async def main(runs: int, seconds: float) -> None:
             print(f"{'concurrency':<12} {'bare':>8} {'ours':>8} {'ratio':>6}")
             for concurrency in (1, 4, 16):
                 floor_rate = await throughput(bare(SCENARIOS["one operation call"]), concurrency, seconds)
-                our_rate = await throughput(ours(SCENARIOS["one operation call"]), concurrency, seconds)
+                our_rate = await throughput(executing(lease, SCENARIOS["one operation call"]), concurrency, seconds)
                 print(f"{concurrency:<12} {floor_rate:8.0f} {our_rate:8.0f} {our_rate / floor_rate:6.2f}")
     await asyncio.sleep(0.05)  # let Monty's threads finish before the loop ends
 

@@ -48,7 +48,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 from pydantic_monty import AsyncMonty, ExternalModule
-from stats import percentile
+from stats import executing, percentile
 
 from mycelium import ExecutionOptions, InvocationContext, Lease, Module, Operation, Runtime
 from mycelium._operations import operation_from_function
@@ -284,7 +284,7 @@ async def executes(pool: AsyncMonty, leases: dict[int, Lease], runs: int, catalo
         runners: dict[str, Callable[[], Awaitable[object]]] = {}
         runners["floor"] = _bare(pool, bare_modules, "import app\n" + program(calls, "app"))
         for size in sizes:
-            runners[str(size)] = _ours(leases[size], program(calls, middle[size]))
+            runners[str(size)] = executing(leases[size], program(calls, middle[size]))
         wall: dict[str, list[float]] = {name: [] for name in runners}
         cpu: dict[str, list[float]] = {name: [] for name in runners}
         for run in runners.values():  # warm the pools and the caches
@@ -329,11 +329,11 @@ async def executes(pool: AsyncMonty, leases: dict[int, Lease], runs: int, catalo
     print("\nPython function calls per execute on the event loop's thread (counted, so free of noise)")
     print(f"{'calls':>6} " + " ".join(f"{size:>12,}" for size in sizes) + "  (operations)")
     for calls in CALLS:
-        counts = [await counted(_ours(leases[size], program(calls, catalogs[size][0].name))) for size in sizes]
+        counts = [await counted(executing(leases[size], program(calls, catalogs[size][0].name))) for size in sizes]
         print(f"{calls:>6,} " + " ".join(f"{count:>12,}" for count in counts))
     print("\nmemory kept per execute (tracemalloc, 200 one-call executes after the timed ones)")
     for size in sizes:
-        run = _ours(leases[size], program(1, catalogs[size][0].name))
+        run = executing(leases[size], program(1, catalogs[size][0].name))
         gc.collect()
         tracemalloc.start()
         baseline = tracemalloc.get_traced_memory()[0]
@@ -373,16 +373,6 @@ def _bare(pool: AsyncMonty, modules: dict[str, ExternalModule], code: str) -> Ca
         # Monty's default suspension budget (1,000) would stop the 1,000-call program.
         async with pool.checkout(external_modules=modules, limits={"max_suspensions": 20_000}) as session:
             return await session.feed_run(code)
-
-    return run
-
-
-def _ours(lease: Lease, code: str) -> Callable[[], Awaitable[object]]:
-    async def run() -> object:
-        result = await lease.execute_tool.run(code, tool_call_id="bench")
-        if result.is_error:
-            raise SystemExit(f"execute failed: {result.text}")
-        return result
 
     return run
 

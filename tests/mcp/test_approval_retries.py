@@ -30,7 +30,7 @@ from mycelium.mcp._approvals import MAX_STATE_ROUNDS
 from mycelium.suspensions import StoredSuspension
 from tests.mcp.conftest import ALICE, BOB, TOKENS, Host, Served, served, text_of
 from tests.mcp.test_approvals import ACCEPT
-from tests.mcp.test_page_approvals import handle_in
+from tests.mcp.test_page_approvals import assert_resumed_once, handle_in
 from tests.support.approver import Approver
 
 from . import raw_http as raw
@@ -191,11 +191,7 @@ async def test_a_retry_and_a_poll_with_the_handle_resume_the_run_exactly_once() 
         async with anyio.create_task_group() as group:
             group.start_soon(retry)
             group.start_soon(poll)
-    [resumed] = [answer for answer in answers if answer.startswith("[")]
-    [refused] = [answer for answer in answers if answer is not resumed]
-    assert json.loads(resumed) == [3, True]
-    assert "already been resumed" in refused
-    assert host.writes == [("create", 3), ("delete", 1)]
+    assert_resumed_once(answers, host)
 
 
 async def test_an_answer_the_client_sends_with_its_retry_approves_nothing() -> None:

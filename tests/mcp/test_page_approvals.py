@@ -128,6 +128,15 @@ async def test_a_declined_call_never_runs_and_the_poll_gives_the_programs_refusa
     assert host.writes == []
 
 
+def assert_resumed_once(answers: list[str], host: Host) -> None:
+    """Of two answers to one paused run, one is its result and the other says it was resumed already."""
+    [resumed] = [answer for answer in answers if answer.startswith("[")]
+    [refused] = [answer for answer in answers if answer is not resumed]
+    assert json.loads(resumed) == [3, True]
+    assert "already been resumed" in refused
+    assert host.writes == [("create", 3), ("delete", 1)]
+
+
 async def test_two_polls_at_once_after_the_decision_resume_the_run_exactly_once(era: str) -> None:
     host = granted()
     async with paged(host) as s, s.client(mode=era) as client:
@@ -142,11 +151,7 @@ async def test_two_polls_at_once_after_the_decision_resume_the_run_exactly_once(
         async with anyio.create_task_group() as group:
             group.start_soon(poll)
             group.start_soon(poll)
-    [resumed] = [answer for answer in answers if answer.startswith("[")]
-    [refused] = [answer for answer in answers if answer is not resumed]
-    assert json.loads(resumed) == [3, True]
-    assert "already been resumed" in refused
-    assert host.writes == [("create", 3), ("delete", 1)]
+    assert_resumed_once(answers, host)
 
 
 async def test_a_handle_serves_only_the_principal_it_was_minted_for(era: str) -> None:
