@@ -7,6 +7,7 @@ writes wait for the approvals page) and attacks it with raw HTTP and the officia
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx2
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from mycelium.cli import cli
 from tests.cli.replicas import TOKEN, replica
+from tests.mcp import raw_http as raw
 from tests.support.apps.replicated_notes import DB_ENV
 from tests.support.paths import APPS
 
@@ -85,3 +87,24 @@ def test_a_trusted_proxy_that_is_not_an_address_is_a_usage_error_saying_what_to_
     assert result.exit_code == 2, result.output
     assert "--trusted-proxy" in result.output
     assert "IP address or network" in result.output
+
+
+async def test_an_evidence_file_stays_within_its_bound_whatever_tool_call_id_the_client_chose(tmp_path: Path) -> None:
+    folder = tmp_path / "evidence"
+    chosen = "Z" * 200_000  # a 2025-11-25 call's id is the client's to choose, as long as the request allows
+    options = ("--evidence-dir", str(folder))
+    async with replica(tmp_path / "data", app=(NOTES,), options=options, env=page_env(tmp_path)) as served:
+        async with httpx2.AsyncClient(base_url=served.base, timeout=30) as http:
+            opened = await http.post("/mcp", json=raw.initialize(), headers=raw.headers(TOKEN))
+            session = raw.headers(TOKEN, session=opened.headers["mcp-session-id"])
+            await http.post("/mcp", json=raw.INITIALIZED, headers=session)
+            # The operation refuses the gate on the host: a host failure, whose evidence is filed.
+            failing = raw.call_execute("return await notes.hold(gate='not a name')", request_id=chosen)
+            answered = await http.post("/mcp", json=failing, headers=session)
+        assert await served.stop() == 0
+    assert answered.status_code == 200
+    [written] = list(folder.iterdir())
+    assert written.stat().st_size < 64 * 1024
+    entry = json.loads(written.read_text())
+    assert entry["kind"] == "operation-error"
+    assert entry["tool_call_id"].startswith("ZZZZ")  # cut, yet still there to search by
