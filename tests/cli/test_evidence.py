@@ -156,6 +156,25 @@ async def test_an_evidence_file_fits_its_bound_whatever_the_texts_in_it(tmp_path
     assert entry["tool_call_id"].startswith("\u00e9")
 
 
+async def test_evidence_goes_to_the_folder_checked_at_start_though_its_path_is_pointed_elsewhere(tmp_path: Path) -> None:
+    private, elsewhere = tmp_path / "private", tmp_path / "elsewhere"
+    private.mkdir(mode=0o700)
+    elsewhere.mkdir()
+    elsewhere.chmod(0o777)  # a folder anyone may read, as another user's would be
+    path = tmp_path / "evidence"
+    path.symlink_to(private)
+    files = EvidenceFiles(path)
+    try:
+        # As a symlink in a shared folder can be swapped by whoever made it, after the checks passed.
+        path.unlink()
+        path.symlink_to(elsewhere)
+        await files.execute_failed(evidence_of(Unknown(), "ref-0000000000cc"))
+    finally:
+        files.close()
+    assert [found.name for found in private.iterdir()] == ["ref-0000000000cc.json"]
+    assert list(elsewhere.iterdir()) == []
+
+
 @pytest.mark.parametrize("under", ["taken", "taken/evidence"], ids=["a file", "a path under a file"])
 def test_serve_refuses_an_evidence_dir_it_cannot_make_before_loading_the_app(tmp_path: Path, under: str) -> None:
     (tmp_path / "taken").write_text("")

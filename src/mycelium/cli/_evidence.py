@@ -15,12 +15,14 @@ folder. Files are written off the event loop, each whole or not at all.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import errno
 import functools
 import json
 import os
 import re
+import secrets
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -43,25 +45,43 @@ _SHORTER_TEXTS = (_MAX_TEXT, 1_024, 256, 64)
 """The bounds a file's texts are cut to, in turn, until it fits in :data:`MAX_FILE_BYTES`."""
 _MAX_CHAINED = 2
 _REFERENCE = re.compile(r"ref-[0-9a-f]{1,64}")
+_KEPT = re.compile(r"ref-[0-9a-f]{1,64}\.json")
 
 
 class EvidenceFiles:
     """Writes the evidence of each failure to ``folder`` as ``<reference>.json``; see the module's notes."""
 
     def __init__(self, folder: Path, *, max_files: int = MAX_FILES) -> None:
-        """Make ``folder`` (0700), or take one that is the caller's alone; raises ``OSError`` saying what to do."""
+        """Make ``folder`` (0700), or take one that is the caller's alone; raises ``OSError`` saying what to do.
+
+        The folder is opened here, once, and every file is written through that handle: a path
+        that names another folder later (a symlink swapped in a shared place) changes nothing.
+        """
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = folder.stat()
-        # Whoever else may enter it could read the evidence, or swap the files under us.
-        if found.st_uid != os.getuid() or found.st_mode & 0o077:
-            raise PermissionError(
-                errno.EPERM, "others may open that folder: chmod 700 it, or name a folder that does not exist yet"
-            )
-        self._folder = folder
+        self._folder = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            found = os.fstat(self._folder)
+            # Whoever else may enter it could read the evidence, or swap the files under us.
+            if found.st_uid != os.getuid() or found.st_mode & 0o077:
+                raise PermissionError(
+                    errno.EPERM, "others may open that folder: chmod 700 it, or name a folder that does not exist yet"
+                )
+            with os.scandir(self._folder) as entries:
+                kept = sorted(
+                    (entry.stat(follow_symlinks=False).st_mtime, entry.name)
+                    for entry in entries
+                    if _KEPT.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
+                )
+        except BaseException:
+            os.close(self._folder)
+            raise
         self._max_files = max_files
         # The newest last: as an earlier run left them, then as this one writes them.
-        kept = sorted(folder.glob("ref-*.json"), key=lambda path: path.stat().st_mtime)
-        self._written = collections.deque(path.name for path in kept)
+        self._written = collections.deque(name for _, name in kept)
+
+    def close(self) -> None:
+        """Let go of the folder; nothing is written after."""
+        os.close(self._folder)
 
     async def operation_failed(self, evidence: OperationEvidence) -> None:
         """``on_operation_error``: an operation's host failure, with its exception."""
@@ -83,16 +103,25 @@ class EvidenceFiles:
         await anyio.to_thread.run_sync(_store, self._folder, name, entry, gone)
 
 
-def _store(folder: Path, name: str, entry: Callable[[], dict[str, object]], gone: list[str]) -> None:
-    """Write the entry as ``name``, readable by the owner alone and replaced in one step; remove ``gone``."""
+def _store(folder: int, name: str, entry: Callable[[], dict[str, object]], gone: list[str]) -> None:
+    """Write the entry as ``name`` in the folder open as ``folder``, readable by the owner alone and
+    replaced in one step; remove ``gone``."""
     text = _fitted({"time": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"), **entry()})
-    temporary = folder / f"{name}.tmp"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as file:
-        file.write(text)
-    os.replace(temporary, folder / name)
+    # A name of its own, made here: nothing already there (a link, a file others may read) is written through.
+    temporary = f".{name}.{secrets.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptor = os.open(temporary, flags, 0o600, dir_fd=folder)
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(text)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder)
+        raise
     for old in gone:
-        (folder / old).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old, dir_fd=folder)
 
 
 def _operation_entry(evidence: OperationEvidence) -> dict[str, object]:

@@ -211,10 +211,6 @@ def serve(
             raise typer.BadParameter(str(exc), param_hint=f"--otlp-endpoint / {OTLP_ENDPOINT_ENV}") from None
     if cwd is not None:
         os.chdir(cwd)
-    try:
-        evidence = EvidenceFiles(evidence_dir) if evidence_dir is not None else None
-    except OSError as exc:
-        raise typer.BadParameter(f"cannot write evidence there: {exc.strerror}", param_hint="--evidence-dir") from None
     data_dir = data_dir.absolute()  # the banner says where the tokens are kept, wherever it is read from
     for allowed in allow_host or ():
         if not allowed or any(char.isspace() or char in "/@" for char in allowed):
@@ -229,6 +225,10 @@ def serve(
             "the approver token must differ from the agents' token: an agent must never approve its own calls",
             param_hint=f"--approver-token / {APPROVER_TOKEN_ENV}",
         )
+    try:
+        evidence = EvidenceFiles(evidence_dir) if evidence_dir is not None else None
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot write evidence there: {exc.strerror}", param_hint="--evidence-dir") from None
     chosen_approver = _chosen(ctx, "approver_token", approver_token)
     try:
         shared = SharedStore.configure(store) if store is not None else None
@@ -267,6 +267,9 @@ def serve(
     except (ServeError, StoreUnreachable) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(ExitCode.FAILED) from None
+    finally:
+        if evidence is not None:
+            evidence.close()
 
 
 async def _serve_target(
