@@ -156,7 +156,7 @@ async def test_an_evidence_file_fits_its_bound_whatever_the_texts_in_it(tmp_path
     assert entry["tool_call_id"].startswith("\u00e9")
 
 
-async def test_evidence_goes_to_the_folder_checked_at_start_though_its_path_is_pointed_elsewhere(tmp_path: Path) -> None:
+async def test_evidence_goes_to_the_folder_checked_at_start_though_the_path_names_another(tmp_path: Path) -> None:
     private, elsewhere = tmp_path / "private", tmp_path / "elsewhere"
     private.mkdir(mode=0o700)
     elsewhere.mkdir()
