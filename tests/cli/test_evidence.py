@@ -8,6 +8,7 @@ folder's bounds (file size, file count) are checked on the writer itself.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mycelium.cli import cli
-from mycelium.cli._evidence import EvidenceFiles
+from mycelium.cli._evidence import MAX_FILE_BYTES, EvidenceFiles
 from mycelium.failures import FailureEvidence, GuestException, Unknown
 from tests.cli.test_serve import connected, serving, text_of
 
@@ -133,6 +134,45 @@ async def test_the_evidence_folder_files_no_program_mistake_and_no_name_that_is_
     await files.execute_failed(evidence_of(Unknown(), "../../outside"))
     assert [path.name async for path in anyio.Path(tmp_path).iterdir()] == ["evidence"]
     assert [path async for path in anyio.Path(tmp_path / "evidence").iterdir()] == []
+
+
+async def test_an_evidence_file_fits_its_bound_whatever_the_texts_in_it(tmp_path: Path) -> None:
+    # Escaped as \uXXXX in the file, each of these characters takes six bytes of the file.
+    wide = "\u00e9" * 1_000_000
+    try:
+        try:
+            raise RuntimeError(wide)
+        except RuntimeError as first:
+            raise ValueError(wide) from first
+    except ValueError as second:
+        cause = second
+    files = EvidenceFiles(tmp_path / "evidence")
+    evidence = dataclasses.replace(evidence_of(Unknown(), "ref-0000000000bb"), tool_call_id=wide, session_id=wide)
+    await files.execute_failed(dataclasses.replace(evidence, cause=cause))
+    written = tmp_path / "evidence" / "ref-0000000000bb.json"
+    assert written.stat().st_size <= MAX_FILE_BYTES
+    entry = json.loads(written.read_text())
+    assert entry["cause"]["caused_by"]["type"] == "builtins.RuntimeError"  # cut shorter, never left out
+    assert entry["tool_call_id"].startswith("\u00e9")
+
+
+async def test_evidence_goes_to_the_folder_checked_at_start_though_the_path_names_another(tmp_path: Path) -> None:
+    private, elsewhere = tmp_path / "private", tmp_path / "elsewhere"
+    private.mkdir(mode=0o700)
+    elsewhere.mkdir()
+    elsewhere.chmod(0o777)  # a folder anyone may read, as another user's would be
+    path = tmp_path / "evidence"
+    path.symlink_to(private)
+    files = EvidenceFiles(path)
+    try:
+        # As a symlink in a shared folder can be swapped by whoever made it, after the checks passed.
+        path.unlink()
+        path.symlink_to(elsewhere)
+        await files.execute_failed(evidence_of(Unknown(), "ref-0000000000cc"))
+    finally:
+        files.close()
+    assert [found.name for found in private.iterdir()] == ["ref-0000000000cc.json"]
+    assert list(elsewhere.iterdir()) == []
 
 
 @pytest.mark.parametrize("under", ["taken", "taken/evidence"], ids=["a file", "a path under a file"])

@@ -74,6 +74,29 @@ def test_a_token_file_others_may_read_is_refused_with_the_chmod_that_fixes_it(tm
     assert kept_token(kept).value == "s3cret-token-value"
 
 
+def test_a_data_folder_others_may_write_in_is_refused_saying_how_to_close_it(tmp_path: Path) -> None:
+    # Whoever may write there could swap the two kept files: the agents' token would open the page.
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    data_dir.chmod(0o777)
+    code, output = serve_once(data_dir)
+    assert code == 2, output
+    assert f"others may write in {data_dir}" in output
+    assert f"chmod 700 {data_dir}" in output
+    assert not (data_dir / "token").exists()
+    data_dir.chmod(0o755)  # readable by others is no harm: the files themselves are owner-only
+    assert kept_token(data_dir / "token").source == "generated"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a folder to another user")
+def test_a_data_folder_of_another_user_is_refused(tmp_path: Path) -> None:
+    data_dir = tmp_path / "theirs"
+    data_dir.mkdir(mode=0o700)
+    os.chown(data_dir, 4242, -1)
+    with pytest.raises(TokenFileError, match=r"belongs to another user \(uid 4242\): name a folder of your own"):
+        kept_token(data_dir / "token")
+
+
 def test_a_token_file_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.write_text("planted-token\n")

@@ -8,6 +8,7 @@ the test moves, so a window passes without waiting for it.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -321,6 +322,78 @@ async def test_a_request_bearing_an_agents_token_is_refused_whatever_the_hook_sa
         assert answer.status_code == 403
         assert "agents never approve" in answer.text
     assert len(still) == 1
+
+
+def admits_any_credential_it_finds(request: HTTPConnection) -> Admitted | Refused:
+    """A host check that takes a credential wherever a client puts it, and takes the agents' for a person's."""
+    found = [request.cookies.get("token"), request.query_params.get("token"), request.headers.get("x-api-key")]
+    for value in request.headers.getlist("authorization"):
+        scheme, _, credential = value.partition(" ")
+        found.append(base64.b64decode(credential).decode().partition(":")[2] if scheme == "Basic" else credential)
+    return Admitted(ADA) if AGENT in found else Refused(401)
+
+
+@pytest.mark.parametrize(
+    ("where", "cookies", "url", "headers"),
+    [
+        ("a cookie", {"token": AGENT}, "/approvals", {}),
+        ("the query", {}, f"/approvals?token={AGENT}", {}),
+        ("a header of its own", {}, "/approvals", {"x-api-key": AGENT}),
+        (
+            "basic credentials",
+            {},
+            "/approvals",
+            {"authorization": "Basic " + base64.b64encode(b"x:" + AGENT.encode()).decode()},
+        ),
+    ],
+)
+async def test_the_agents_token_is_refused_wherever_the_request_carries_it(
+    where: str, cookies: dict[str, str], url: str, headers: dict[str, str]
+) -> None:
+    async with page(approver_token=None, authenticate=admits_any_credential_it_finds, cookies=cookies) as p:
+        suspension_id = await p.pause("hello")
+        listed = await p.http.get(url, headers=headers)
+        decided = await p.http.post(
+            url.replace("/approvals", "/approvals/decide"),
+            data={"suspension": suspension_id, "decision": "approve"},
+            headers=headers,
+        )
+        still = await p.suspensions.undecided(10)
+    for answer in (listed, decided):
+        assert answer.status_code == 403, where
+        assert "agents never approve" in answer.text
+    assert len(still) == 1
+
+
+async def test_a_second_authorization_header_with_the_agents_token_is_refused() -> None:
+    async with page(approver_token=None, authenticate=admits_any_credential_it_finds) as p:
+        await p.pause("hello")
+        # Built by hand: a client may send the header twice, and a host may read either one.
+        request = p.http.build_request("GET", "/approvals")
+        twice = [("authorization", "Token nothing"), ("authorization", f"Bearer {AGENT}")]
+        request.headers = httpx2.Headers([*request.headers.multi_items(), *twice])
+        listed = await p.http.send(request)
+    assert listed.status_code == 403
+    assert "agents never approve" in listed.text
+
+
+async def test_a_request_carrying_more_words_than_the_page_checks_is_refused_not_read_in_part() -> None:
+    async with page(approver_token=None, authenticate=admits_any_credential_it_finds) as p:
+        padded = " ".join(f"w{number}" for number in range(5_000)) + f" {AGENT}"
+        listed = await p.http.get("/approvals", headers={"x-padding": padded})
+    assert listed.status_code == 431
+    assert "open the page in a browser" in listed.text
+
+
+async def test_an_agent_knocking_with_its_token_in_a_loop_gets_at_most_ten_warnings_a_minute(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with page() as p:
+        for _ in range(25):
+            refused = await p.http.get("/approvals", headers={"authorization": f"Bearer {AGENT}"})
+            assert refused.status_code == 403
+    warned = [record for record in caplog.records if "bearing an agent's token" in record.getMessage()]
+    assert len(warned) == 10
 
 
 async def test_without_a_token_a_person_not_signed_in_is_sent_to_the_host_and_the_token_form_is_gone() -> None:

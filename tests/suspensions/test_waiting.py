@@ -7,6 +7,7 @@ and a SQLite file two ``Suspensions`` share as two processes would.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -51,6 +52,22 @@ async def paused(suspensions: Suspensions) -> AsyncIterator[str]:
             result = await lease.execute_tool.run(code="return await board.publish(text='hi')", tool_call_id="c-1")
         assert result.suspension is not None, result.text
         yield result.suspension.id
+
+
+class CountedReads(MemorySuspensions):
+    """The memory store, counting how often a suspension is read; a read begun while ``held`` is an
+    event waits for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.held: anyio.Event | None = None
+
+    async def get(self, suspension_id: str) -> StoredSuspension | None:
+        self.reads += 1
+        if self.held is not None:
+            await self.held.wait()
+        return await super().get(suspension_id)
 
 
 class FailingReads(MemorySuspensions):
@@ -98,6 +115,54 @@ async def test_a_decision_another_process_records_in_the_shared_store_is_found_a
     assert ended == [True]
 
 
+async def test_many_waiters_of_one_suspension_share_each_read_of_the_store() -> None:
+    # A hostile client holding many retries of one paused run open must not multiply the store's work.
+    store = CountedReads()
+    suspensions = Suspensions(store=store)
+    async with paused(suspensions) as suspension_id:
+        ended: list[bool] = []
+
+        async def wait() -> None:
+            ended.append(await suspensions.until_decided(suspension_id, within_s=60))
+
+        with anyio.fail_after(CHECK_EVERY_S * 5):
+            async with anyio.create_task_group() as group:
+                store.reads = 0
+                for _ in range(100):
+                    group.start_soon(wait)
+                await anyio.wait_all_tasks_blocked()
+                first_looks = store.reads
+                # Recorded as another process would, so no waiter is woken: each finds it at the shared read.
+                sealed = suspensions.seal_decision(suspension_id, True)
+                assert await store.decide(suspension_id, sealed, now=time.time())
+                store.reads = 0
+        assert ended == [True] * 100
+        assert (first_looks, store.reads) == (1, 1)
+
+
+async def test_a_waiter_that_leaves_while_reading_hands_the_read_to_the_others() -> None:
+    store = CountedReads()
+    suspensions = Suspensions(store=store)
+    async with paused(suspensions) as suspension_id:
+        ended: list[bool] = []
+
+        async def wait() -> None:
+            ended.append(await suspensions.until_decided(suspension_id, within_s=60))
+
+        with anyio.fail_after(CHECK_EVERY_S * 5):
+            async with anyio.create_task_group() as group:
+                store.held = anyio.Event()
+                async with anyio.create_task_group() as leaving:
+                    leaving.start_soon(wait)
+                    await anyio.wait_all_tasks_blocked()  # its read is under way, held
+                    group.start_soon(wait)
+                    await anyio.wait_all_tasks_blocked()
+                    store.held = None  # the read under way stays held: only a read of its own answers
+                    leaving.cancel_scope.cancel()
+                assert await suspensions.decide_as_approver(suspension_id, True)
+        assert ended == [True]
+
+
 async def test_nobody_deciding_ends_the_wait_undecided_once_its_time_is_up() -> None:
     suspensions = Suspensions()
     async with paused(suspensions) as suspension_id:
@@ -125,16 +190,21 @@ async def test_a_store_that_cannot_be_read_counts_as_still_waiting_and_raises_no
     assert decided is False
 
 
-def test_the_waiters_table_forgets_ended_waits_and_watches_at_most_its_bound() -> None:
+async def test_the_waiters_table_forgets_ended_waits_and_watches_at_most_its_bound() -> None:
     waiters = DecisionWaiters(max_watched=2)
     with waiters.watching("a") as a, waiters.watching("a") as again, waiters.watching("b") as b:
         with waiters.watching("c") as over:
-            assert over is None  # past the bound: it reads the store on its schedule, unwoken
-        assert a is again is not None
-        assert b is not None
+            # Past the bound: a watch of its own, which reads the store on its schedule, unwoken.
+            unwoken = over.woken
+            waiters.wake("c")
+            assert not unwoken.is_set()
+            assert len(waiters) == 2
+        assert a is again
+        woken_a, woken_b = a.woken, b.woken
         waiters.wake("a")
-        assert a.is_set()
-        assert not b.is_set()
+        assert woken_a.is_set()
+        assert not woken_b.is_set()
+        assert not a.woken.is_set()  # a fresh event, for the next wake
     assert len(waiters) == 0
 
 

@@ -79,6 +79,9 @@ class HttpOptions:
     """The app's own check of who may approve on the page (``--approver-auth``)."""
     approver_authenticate_name: str | None = None
     """How to name that check to a person (its ``module:attribute``)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """The addresses (or networks) of the proxies whose ``X-Forwarded-For`` and ``X-Forwarded-Proto``
+    are believed (``--trusted-proxy``); from any other peer those headers are the client's own words."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,11 @@ async def serve_http(
             lifespan="on",
             log_config=None,
             access_log=False,
+            # uvicorn believes forwarded headers from loopback by default: any local client, or anyone
+            # through a proxy on this machine that passes them on, could then claim any address to the
+            # sign-in limit and the logs. Only the proxies the operator names are believed.
+            proxy_headers=bool(http.trusted_proxies),
+            forwarded_allow_ips=list(http.trusted_proxies),
             timeout_graceful_shutdown=_SHUTDOWN_BACKSTOP_SECONDS,
         )
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -126,6 +127,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    trusted_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="ADDRESS",
+            help="The IP address or network of a proxy in front of the server whose X-Forwarded-For and "
+            "X-Forwarded-Proto are believed (HTTP; repeatable): the client address the sign-in limit counts "
+            "and the logs name, and whether the request came over HTTPS. From anyone else they are ignored.",
+            show_default=False,
+        ),
+    ] = None,
     store: Annotated[
         str | None,
         typer.Option(
@@ -200,14 +211,11 @@ def serve(
             raise typer.BadParameter(str(exc), param_hint=f"--otlp-endpoint / {OTLP_ENDPOINT_ENV}") from None
     if cwd is not None:
         os.chdir(cwd)
-    try:
-        evidence = EvidenceFiles(evidence_dir) if evidence_dir is not None else None
-    except OSError as exc:
-        raise typer.BadParameter(f"cannot write evidence there: {exc.strerror}", param_hint="--evidence-dir") from None
     data_dir = data_dir.absolute()  # the banner says where the tokens are kept, wherever it is read from
     for allowed in allow_host or ():
         if not allowed or any(char.isspace() or char in "/@" for char in allowed):
             raise typer.BadParameter(f"{allowed!r} is not a host name or address", param_hint="--allow-host")
+    proxies = tuple(_proxy(each) for each in trusted_proxy or ())
     if token is not None and not token.strip():
         raise typer.BadParameter("the token may not be empty", param_hint=f"--token / {TOKEN_ENV}")
     if approver_token is not None and not approver_token.strip():
@@ -217,6 +225,10 @@ def serve(
             "the approver token must differ from the agents' token: an agent must never approve its own calls",
             param_hint=f"--approver-token / {APPROVER_TOKEN_ENV}",
         )
+    try:
+        evidence = EvidenceFiles(evidence_dir) if evidence_dir is not None else None
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot write evidence there: {exc.strerror}", param_hint="--evidence-dir") from None
     chosen_approver = _chosen(ctx, "approver_token", approver_token)
     try:
         shared = SharedStore.configure(store) if store is not None else None
@@ -231,6 +243,7 @@ def serve(
                 if chosen_approver is not None or approver_auth is None
                 else None,
                 drain_seconds,
+                trusted_proxies=proxies,
             )
         spans = exporting_spans(otlp_endpoint, name) if otlp_endpoint else contextlib.nullcontext()
         with logging_to(err, log_level, log_format), spans:
@@ -254,6 +267,9 @@ def serve(
     except (ServeError, StoreUnreachable) as exc:
         err.print(f"[bold red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(ExitCode.FAILED) from None
+    finally:
+        if evidence is not None:
+            evidence.close()
 
 
 async def _serve_target(
@@ -296,6 +312,16 @@ async def _serve_target(
         else:
             await serve_http(catalog, target=target, label=label, name=name, http=http, out=out, replica=replica)
     logger.info("stopped")
+
+
+def _proxy(value: str) -> str:
+    """``value`` as uvicorn's list of trusted proxies takes it: an address or a network, checked here."""
+    try:
+        return str(ipaddress.ip_network(value.strip(), strict=False))
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not an IP address or network (such as 127.0.0.1 or 10.0.0.0/8)", param_hint="--trusted-proxy"
+        ) from None
 
 
 def _chosen(ctx: typer.Context, parameter: str, value: str | None) -> Secret | None:

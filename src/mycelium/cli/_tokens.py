@@ -7,7 +7,8 @@ from the moment it exists: it is written under a temporary name opened with ``O_
 mode 0600, then linked into place, so no reader ever sees it partly written or readable by
 others, and two servers starting at once agree on the one that was linked first. A kept
 file is read only when it is a regular file of this user that no one else may read or
-write; otherwise serving stops with what to do. A token chosen through the environment or
+write, in a folder of this user's that no one else may write in; otherwise serving stops
+with what to do. A token chosen through the environment or
 an option is never written anywhere.
 """
 
@@ -65,13 +66,14 @@ class Secret:
 def kept_token(path: Path) -> Secret:
     """The token kept at ``path``; one is generated and kept there first if there is none."""
     try:
-        return Secret(_read(path), "kept", path)
-    except FileNotFoundError:
-        pass
-    try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise TokenFileError(f"cannot make the folder {path.parent} for the token file: {exc.strerror}") from None
+    _check_folder(path.parent)
+    try:
+        return Secret(_read(path), "kept", path)
+    except FileNotFoundError:
+        pass
     token = secrets.token_urlsafe(32)
     written = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
@@ -91,6 +93,22 @@ def kept_token(path: Path) -> Secret:
         with contextlib.suppress(OSError):
             os.unlink(written)
     return Secret(token, "generated", path)
+
+
+def _check_folder(folder: Path) -> None:
+    """Refuse a folder someone else may write in: they could swap the kept files (the agents' token for
+    the approver's) or put their own in place."""
+    info = folder.stat()
+    if info.st_uid != os.geteuid():
+        raise TokenFileError(
+            f"the data folder {folder} belongs to another user (uid {info.st_uid}): name a folder of your own "
+            "with --data-dir"
+        )
+    if info.st_mode & 0o022:
+        raise TokenFileError(
+            f"others may write in {folder}, and so swap or replace the tokens kept there: run `chmod 700 {folder}`, "
+            "or name a folder of your own with --data-dir"
+        )
 
 
 def _read(path: Path) -> str:

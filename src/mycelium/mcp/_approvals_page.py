@@ -16,8 +16,9 @@ Who may decide, never an agent:
   the host has signed in: it runs on every request, sees its headers and cookies, and must
   admit a :class:`~._principals.Member`. An agent or a team key it admits is refused.
 
-Both may be given. A request presenting one of ``agent_tokens`` (at the sign-in form, or as
-its bearer token) is refused whatever else it carries.
+Both may be given. A request presenting one of ``agent_tokens`` is refused whatever else it
+carries: at the sign-in form, or anywhere a host's check might read a credential (any header,
+a cookie, the query string, basic credentials; see :func:`_carried`).
 
 What a hostile browser or client meets: the Host and Origin checks the MCP server makes
 (loopback by default, against DNS rebinding); a cross-site POST refused; on every form a
@@ -33,22 +34,25 @@ deployment's ring, else a key of this process.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import hashlib
 import hmac
 import html
 import logging
+import re
 import secrets
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_plus
 
 from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..suspensions import StoreUnavailable, Suspensions
-from ._authentication import Authentication
+from ._authentication import WARNING_WINDOW_S, WARNINGS_PER_WINDOW, Authentication, WarningBudget
 from ._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, allowed
 from ._keys import SecretKeys
 from ._login_limit import LoginLimit
@@ -70,6 +74,9 @@ _MAX_BODY_BYTES = 8 * 1024
 _MAX_FIELDS = 8
 _PURPOSE = b"mycelium/approvals-page/v1"
 _AUTHENTICATE_TIMEOUT_S = 10.0
+_MAX_CARRIED = 4_096
+"""The most distinct words of a request checked for an agent's token; a browser's are far fewer."""
+_SEPARATORS = re.compile(r"[\s,;&]+")
 _ACTIONS = {"": "GET", "login": "POST", "decide": "POST", "logout": "POST"}
 _NOTICES = {
     "approved": "Approved: the run goes on when its program asks for its result.",
@@ -148,6 +155,7 @@ class ApprovalsPage:
             self._key = secrets.token_bytes(32)
         self._limit = login_limit
         self._clock = clock
+        self._warnings = WarningBudget(WARNINGS_PER_WINDOW, WARNING_WINDOW_S)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -170,8 +178,11 @@ class ApprovalsPage:
         if method != _ACTIONS[action]:
             allow = b"GET, HEAD" if _ACTIONS[action] == "GET" else b"POST"
             raise _Refusal(405, f"Use {_ACTIONS[action]} here.", headers=[(b"allow", allow)])
-        if self._presents_agent_token(headers):
-            logger.warning("approvals page: a request bearing an agent's token was refused")
+        if self._presents_agent_token(scope):
+            held_back = self._warnings.spend()
+            if held_back is not None:
+                more = f" ({held_back} more since the last one were not logged)" if held_back else ""
+                logger.warning("approvals page: a request bearing an agent's token was refused%s", more)
             raise _Refusal(
                 403, "This request carries an agent's token: agents never approve. Open the page in a browser."
             )
@@ -219,9 +230,15 @@ class ApprovalsPage:
             raise _Refusal(404, f"There is no such page: the approvals are at {self._base}.")
         return action
 
-    def _presents_agent_token(self, headers: Headers) -> bool:
-        scheme, _, presented = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and _matches(_digest(presented.strip()), self._agent_tokens)
+    def _presents_agent_token(self, scope: Scope) -> bool:
+        """Whether the request carries an agent's token anywhere a host's check might read one."""
+        words = _carried(scope)
+        if words is None:
+            raise _Refusal(431, "This request carries more than the page reads: open the page in a browser.")
+        found = False
+        for word in words:  # every word is compared: the time says nothing of the tokens
+            found |= _matches(_digest(word), self._agent_tokens)
+        return found
 
     async def _visitor(self, scope: Scope) -> _Visitor | None:
         """Who the request is from: a session of the approver token's, or a person the host admits."""
@@ -358,6 +375,32 @@ def _matches(presented: bytes, known: list[bytes]) -> bool:
     for candidate in known:
         found |= hmac.compare_digest(presented, candidate)
     return found
+
+
+def _carried(scope: Scope) -> set[str] | None:
+    """What a request carries that could be a credential: each header's whole value and its words
+    (split at spaces, commas and semicolons), the value of each ``name=value`` among them, basic
+    credentials decoded, and the same of the query string, percent-decoded too. ``None`` when they
+    pass :data:`_MAX_CARRIED`: a request no browser sends, refused rather than read in part.
+    """
+    query = scope.get("query_string", b"").decode("latin-1")
+    values = [value.decode("latin-1") for _, value in scope.get("headers", [])] + [query, unquote_plus(query)]
+    carried: set[str] = set()
+    for value in values:
+        scheme, _, credentials = value.strip().partition(" ")
+        carried.update((value.strip(), credentials.strip()))
+        if scheme.lower() == "basic":
+            with contextlib.suppress(ValueError):
+                carried.update(base64.b64decode(credentials.strip(), validate=True).decode("latin-1").split(":"))
+        for word in _SEPARATORS.split(value):
+            _, equals, assigned = word.partition("=")
+            carried.update((word, word.strip('"')))
+            if equals:
+                carried.update((assigned.strip('"'), unquote_plus(assigned)))
+            if len(carried) > _MAX_CARRIED:
+                return None
+    carried.discard("")
+    return carried
 
 
 def _notice(scope: Scope) -> str | None:

@@ -122,7 +122,8 @@ class WarningBudget:
 
 
 def _address(connection: HTTPConnection) -> str:
-    """The client's address as the socket gave it (a proxy's, behind one), never anything it sent."""
+    """The client's address as the ASGI server reports it: the socket's, unless the server believes a
+    proxy's ``X-Forwarded-For`` (``mycelium serve`` does only for a ``--trusted-proxy``)."""
     client = connection.client
     if client is None:
         return "an unknown address"

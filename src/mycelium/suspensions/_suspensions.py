@@ -228,26 +228,39 @@ class Suspensions:
         it stopped waiting (decided, resumed, discarded, expired or gone) in that time.
 
         A decision recorded through this object ends the wait at once; one recorded by another
-        process sharing the store is found within a second (the store is read once a second).
-        A store that fails or does not answer in time counts as still waiting: the caller learns
-        nothing it could act on.
+        process sharing the store is found within a second (the store is read once a second, one
+        read shared by every waiter of the suspension). A store that fails or does not answer in
+        time counts as still waiting: the caller learns nothing it could act on.
         """
-        deadline = anyio.current_time() + within_s
-        with self._waiters.watching(suspension_id) as woken:
-            while await self._still_waits(suspension_id, deadline):
-                left = deadline - anyio.current_time()
-                if left <= 0:
+        started = anyio.current_time()
+        deadline = started + within_s
+
+        def read() -> Awaitable[bool]:
+            return self._still_waits(suspension_id, deadline)
+
+        with self._waiters.watching(suspension_id) as watch:
+            # A look the other waiters took within the last second is as good as one of this waiter's own.
+            since = started - CHECK_EVERY_S
+            # A read gets at least one check's time, so a last look just before the deadline can answer.
+            while await watch.still_waits(since, max(deadline, anyio.current_time() + CHECK_EVERY_S), read):
+                now = anyio.current_time()
+                if now >= deadline:
                     return False
-                with anyio.move_on_after(min(CHECK_EVERY_S, left)):
-                    if woken is not None and not woken.is_set():
-                        await woken.wait()
-                    else:  # woken already, yet still waiting (a claim given back): read on the schedule
-                        await anyio.sleep_forever()
+                woken = watch.woken
+                # Every waiter looks again at the same moment, so one read answers them all.
+                due = max(watch.read_at + CHECK_EVERY_S, now)
+                with anyio.move_on_after(min(due, deadline) - now):
+                    await woken.wait()
+                if woken.is_set():
+                    since = anyio.current_time()
+                elif anyio.current_time() >= deadline:
+                    return False  # the shared look is at most a second old: no look of its own
+                else:
+                    since = due
         return True
 
     async def _still_waits(self, suspension_id: str, deadline: float) -> bool:
         """Whether the store says ``suspension_id`` still waits for a decision (or could not say)."""
-        # A read gets at least one check's time, so a last look just before the deadline can answer.
         until = max(deadline, anyio.current_time() + CHECK_EVERY_S)
         try:
             stored = await self.stored(lambda: self.store.get(suspension_id), until=until)
