@@ -8,12 +8,14 @@ response the SDK leaves unfinished is finished here, never turned into a 500.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 
 import anyio
 from starlette.types import Message, Receive, Send
 
 __all__ = [
+    "CONNECTION_ENDED",
     "LOOPBACK_HOSTS",
     "LOOPBACK_ORIGINS",
     "Answered",
@@ -25,6 +27,12 @@ __all__ = [
     "stays_connected",
     "watch",
 ]
+
+logger = logging.getLogger("mycelium.mcp")
+
+NO_REPLAY = "this request cannot be served: event replay is not supported"
+CONNECTION_ENDED = "this connection was closed while the request was being served; initialize a new connection"
+"""What a request is told when its connection ended under it (a DELETE, an eviction, the server stopping)."""
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 """The ``Host`` values accepted by default: loopback, any port."""
@@ -89,7 +97,13 @@ def releasing(send: Send, release: Callable[[], None]) -> Send:
 
 
 class Answered:
-    """A ``send`` that remembers how far the response got, to finish what the SDK left open."""
+    """A ``send`` that remembers how far the response got, to finish what the SDK left open.
+
+    It lets one response through, whole, and nothing after it: the SDK may try to answer
+    again once its answer went out (a 500 after a 202, when a DELETE closed the connection's
+    streams in between), which the HTTP server would take for a broken app, and close the
+    client's keep-alive connection over. What it holds back is logged for a developer.
+    """
 
     def __init__(self, send: Send) -> None:
         self._send = send
@@ -97,21 +111,25 @@ class Answered:
         self.finished = False
 
     async def __call__(self, message: Message) -> None:
+        if self.finished or (self.started and message["type"] == "http.response.start"):
+            logger.debug("dropped %s (status %s): this request was answered", message["type"], message.get("status"))
+            return
         if message["type"] == "http.response.start":
             self.started = True
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             self.finished = True
         await self._send(message)
 
-    async def finish(self) -> None:
-        """Make sure the client got a whole response: a 400 if none began, else the end of the one that did.
+    async def finish(self, status: int = 400, message: str = NO_REPLAY) -> None:
+        """Make sure the client got a whole response: ``status`` with ``message`` if none began, else
+        the end of the one that did.
 
         The SDK may return without answering (a GET asking to replay events, which this
         server does not keep) or stop midway (its connection closed by a DELETE or an
         eviction racing this request): either is a 4xx or a short stream, never a 500.
         """
         if not self.started:
-            await send_error(self, 400, "this request cannot be served: event replay is not supported")
+            await send_error(self, status, message)
         elif not self.finished:
             await self({"type": "http.response.body", "body": b"", "more_body": False})
 

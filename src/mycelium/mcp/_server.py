@@ -69,12 +69,22 @@ from ._elicitation import (
     input_required,
     paused_run,
 )
-from ._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Answered, message_id, releasing, request_id, send_error, watch
+from ._http import (
+    CONNECTION_ENDED,
+    LOOPBACK_HOSTS,
+    LOOPBACK_ORIGINS,
+    Answered,
+    message_id,
+    releasing,
+    request_id,
+    send_error,
+    watch,
+)
 from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
 from ._provider import McpCatalogProvider, McpExecutionContext
 from ._results import answered, failure, tool_result
-from ._sdk import discard_transport, held_transport, revive_transport
+from ._sdk import discard_transport, held_transport, quiet_closed_streams, revive_transport
 
 __all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSIONS", "McpServer", "create_mcp"]
 
@@ -261,13 +271,20 @@ class McpServer:
             return
         answered = Answered(send)
         watched = watch(receive, gone, first=body)
-        if version in MODERN_PROTOCOL_VERSIONS:
-            # One request, one answer, nothing kept: the SDK's per-request entry serves it whole.
-            await self._manager.handle_request(scope, watched, answered)
-        elif session_id is None:
-            await self._manager.handle_request(scope, watched, self._opening(principal, answered))
-        else:
-            await self._continue(scope, watched, answered, principal, session_id, request_id(body))
+        try:
+            if version in MODERN_PROTOCOL_VERSIONS:
+                # One request, one answer, nothing kept: the SDK's per-request entry serves it whole.
+                await self._manager.handle_request(scope, watched, answered)
+            elif session_id is None:
+                await self._manager.handle_request(scope, watched, self._opening(principal, answered))
+            else:
+                await self._continue(scope, watched, answered, principal, session_id, request_id(body))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            # The connection's streams were closed under the request (a DELETE, an eviction, a stop):
+            # the SDK fails forwarding its message. It ends here, answered, and the HTTP connection stays.
+            logger.debug("a request ended with its connection %s", session_id)
+            await answered.finish(404, CONNECTION_ENDED)
+            return
         await answered.finish()
 
     async def _continue(
@@ -344,6 +361,7 @@ class McpServer:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpServer]:
         """Run the session manager; requests are served while this is entered. Once only."""
+        quiet_closed_streams()
         async with self._manager.run():
             if self._freeze_loaded:
                 # What is loaded by now (the app, the SDK, the catalog) lives as long as the server: kept
