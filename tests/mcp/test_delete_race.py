@@ -20,6 +20,7 @@ import httpx2
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mycelium.mcp._http import Answered
 from tests.support.wire import Response, Wire, wire
 
 from . import raw_http as raw
@@ -166,3 +167,24 @@ async def test_a_delete_while_a_call_runs_and_the_event_stream_is_open_ends_both
             assert all("result" not in message for message in raw.messages(call.body.decode()))
     assert failures(log) == []
     assert "Exception in ASGI application" not in raw.log_text(log.records)
+
+
+async def test_a_second_answer_begun_while_the_first_is_being_sent_never_reaches_the_client() -> None:
+    # No interleaving of the SDK's own makes this today: the rule is checked on the guard itself, so a
+    # later SDK that answers twice mid-stream cannot write its error into the first answer's stream.
+    sent: list[Message] = []
+
+    async def client(message: Message) -> None:
+        sent.append(message)
+
+    answered = Answered(client)
+    first = [
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]},
+        {"type": "http.response.body", "body": b"event: message\ndata: {}\n\n", "more_body": True},
+    ]
+    for message in first:
+        await answered(message)
+    await answered({"type": "http.response.start", "status": 500, "headers": []})
+    await answered({"type": "http.response.body", "body": b'{"error": "Error handling POST request"}'})
+    await answered.finish()
+    assert sent == [*first, {"type": "http.response.body", "body": b"", "more_body": False}]

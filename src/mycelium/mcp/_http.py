@@ -102,16 +102,21 @@ class Answered:
     It lets one response through, whole, and nothing after it: the SDK may try to answer
     again once its answer went out (a 500 after a 202, when a DELETE closed the connection's
     streams in between), which the HTTP server would take for a broken app, and close the
-    client's keep-alive connection over. What it holds back is logged for a developer.
+    client's keep-alive connection over. A second answer begun while the first is still
+    being sent is held back whole, its body too, so it is never read as the end of the
+    first. What it holds back is logged for a developer.
     """
 
     def __init__(self, send: Send) -> None:
         self._send = send
         self.started = False
         self.finished = False
+        self._second = False
 
     async def __call__(self, message: Message) -> None:
-        if self.finished or (self.started and message["type"] == "http.response.start"):
+        if message["type"] == "http.response.start" and self.started:
+            self._second = True
+        if self.finished or self._second:
             logger.debug("dropped %s (status %s): this request was answered", message["type"], message.get("status"))
             return
         if message["type"] == "http.response.start":
@@ -131,7 +136,8 @@ class Answered:
         if not self.started:
             await send_error(self, status, message)
         elif not self.finished:
-            await self({"type": "http.response.body", "body": b"", "more_body": False})
+            self.finished = True
+            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def message_id(body: bytes | None) -> int | str | None:

@@ -282,7 +282,7 @@ class McpServer:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             # The connection's streams were closed under the request (a DELETE, an eviction, a stop):
             # the SDK fails forwarding its message. It ends here, answered, and the HTTP connection stays.
-            logger.debug("a request ended with its connection %s", session_id)
+            logger.debug("a request ended with its connection, which was closed under it")
             await answered.finish(404, CONNECTION_ENDED)
             return
         await answered.finish()
