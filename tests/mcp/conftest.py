@@ -178,6 +178,7 @@ async def served(
     secret_keys: SecretKeys | None = None,
     page_approvals: bool = False,
     approval_wait_ms: int = 20_000,
+    body_timeout_ms: int = 30_000,
     beside: Mapping[str, Any] | None = None,
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> AsyncIterator[Served]:
@@ -202,6 +203,7 @@ async def served(
             secret_keys=secret_keys,
             page_approvals=page_approvals,
             approval_wait_ms=approval_wait_ms,
+            body_timeout_ms=body_timeout_ms,
         )
         app = _beside(server.asgi, beside or {})
         base = await stack.enter_async_context(serve_asgi(app if wrap is None else wrap(app)))

@@ -60,6 +60,7 @@ from .._signals import AbortController
 from .._text import new_reference
 from ._approvals import PageApprovals, with_approval_argument
 from ._authentication import Authentication
+from ._bodies import DEFAULT_BODY_TIMEOUT_MS, BodyReader, Unread
 from ._elicitation import (
     APPROVAL,
     PausedRun,
@@ -147,6 +148,7 @@ class McpServer:
         page_approvals: bool = False,
         approval_wait_ms: int = 20_000,
         freeze_loaded: bool = False,
+        body_timeout_ms: int = DEFAULT_BODY_TIMEOUT_MS,
     ) -> None:
         if not isinstance(catalog, McpCatalogProvider):
             raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
@@ -157,6 +159,9 @@ class McpServer:
             authenticate, check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
         )
         self._max_request_bytes = check_int("max_request_bytes", max_request_bytes)
+        self._bodies = BodyReader(
+            max_bytes=self._max_request_bytes, timeout_s=check_int("body_timeout_ms", body_timeout_ms) / 1000
+        )
         bound = catalog.max_connections
         self._per_principal = (
             max(1, bound // 2)
@@ -250,10 +255,11 @@ class McpServer:
         session_id = connection.headers.get(_SESSION_HEADER)
         body: bytes | None = None
         if scope["method"] == "POST":
-            body = await self._read_body(receive)
-            if body is None:
-                await send_error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
+            read = await self._bodies.read(scope, receive)
+            if isinstance(read, Unread):
+                await read.answer(send)
                 return
+            body = read
         version = connection.headers.get("mcp-protocol-version")
         if version is not None and version not in PROTOCOL_VERSIONS:
             # The spec's UnsupportedProtocolVersionError: ``supported`` agrees with server/discover
@@ -327,22 +333,6 @@ class McpServer:
         # A client that keeps abandoning requests has its connection closed, not the table grown.
         if ended or len(known.requests) > _MAX_HELD_IDS:
             await self._end(session_id)
-
-    async def _read_body(self, receive: Receive) -> bytes | None:
-        """The whole body of a POST, or ``None`` once it passes the limit (nothing past it is read)."""
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return b""  # the client left; the SDK answers the empty request
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max_request_bytes:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -665,6 +655,7 @@ def create_mcp(
     page_approvals: bool = False,
     approval_wait_ms: int = 20_000,
     freeze_loaded: bool = False,
+    body_timeout_ms: int = DEFAULT_BODY_TIMEOUT_MS,
 ) -> McpServer:
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
@@ -675,7 +666,9 @@ def create_mcp(
     ``allowed_origins`` are the Host and Origin values accepted (``"host:*"`` allows any
     port); by default loopback only. Bodies over ``max_request_bytes`` (256 KiB: a
     64 KiB program with room for its JSON escapes) get 413 before anything parses them,
-    since the SDK checks a message's every value on the event loop.
+    since the SDK checks a message's every value on the event loop. A body must arrive whole within
+    ``body_timeout_ms`` (30 s) of the server's first read of it, else 408 and the HTTP connection
+    closes: a client that sends its body slowly, or stops halfway, holds its request no longer.
     ``max_connections_per_principal`` (default: half of ``catalog.max_connections``, at
     least 1) is how many of the held connections one principal may have: its next one
     replaces its own least recently used idle connection, or gets 503 if all are busy.
@@ -703,4 +696,5 @@ def create_mcp(
         page_approvals=page_approvals,
         approval_wait_ms=approval_wait_ms,
         freeze_loaded=freeze_loaded,
+        body_timeout_ms=body_timeout_ms,
     )
