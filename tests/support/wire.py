@@ -55,7 +55,16 @@ class Wire:
         return port
 
     async def write(self, data: bytes) -> None:
-        """Send ``data`` as it is, complete or not: h11 is told only of whole requests (see :meth:`request`)."""
+        """Send ``data`` as it is, complete or not: h11 is told only of whole requests (see :meth:`request`).
+
+        An answer read after an answer already read whole is read as the next one: h11 never saw the
+        request the bytes written began, so it is given a fresh cycle, with whatever it had read past the last.
+        """
+        if self._parser.their_state is h11.DONE:
+            unread, _ = self._parser.trailing_data
+            self._parser = h11.Connection(h11.CLIENT)
+            if unread:  # h11 takes no bytes for the end of the stream
+                self._parser.receive_data(unread)
         await self._stream.send(data)
 
     async def request(self, method: str, path: str, headers: Mapping[str, str], body: bytes = b"") -> Response:

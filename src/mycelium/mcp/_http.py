@@ -20,6 +20,7 @@ __all__ = [
     "LOOPBACK_ORIGINS",
     "Answered",
     "allowed",
+    "error_body",
     "message_id",
     "releasing",
     "request_id",
@@ -168,6 +169,17 @@ def request_id(body: bytes | None) -> str | None:
     return None if identifier is None else str(identifier)
 
 
+def error_body(
+    message: str, *, code: int = -32600, echo: int | str | None = None, data: dict[str, object] | None = None
+) -> bytes:
+    """A JSON-RPC error (``code``, invalid request by default) answering request ``echo`` (``None``: no
+    request). It echoes nothing else of the request but what ``data`` holds."""
+    error: dict[str, object] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return json.dumps({"jsonrpc": "2.0", "id": echo, "error": error}).encode()
+
+
 async def send_error(
     send: Send,
     status: int,
@@ -178,13 +190,8 @@ async def send_error(
     echo: int | str | None = None,
     data: dict[str, object] | None = None,
 ) -> None:
-    """A JSON-RPC error body (``code``, invalid request by default) with an HTTP status, answering
-    request ``echo`` (``None``: no request). It echoes nothing else of the request but what ``data`` holds.
-    """
-    error: dict[str, object] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    body = json.dumps({"jsonrpc": "2.0", "id": echo, "error": error}).encode()
+    """Answer with :func:`error_body` and an HTTP status."""
+    body = error_body(message, code=code, echo=echo, data=data)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
