@@ -93,8 +93,8 @@ async def test_sockets_that_send_half_their_headers_or_nothing_are_dropped_at_th
         message = refused_with_advice(answer, 408)
         assert message == f"the request did not arrive whole within 0.5 s; {ADVICE}"
     logged = warnings_naming(served, "(--header-timeout)")
-    assert 1 <= len(logged) <= 10  # ten a minute at most, however many clients stall
-    assert all("answered 408 to 127.0.0.1:" in line for line in logged)
+    [line] = logged  # once a minute, however many clients stall
+    assert "answered 408 to 127.0.0.1:" in line
 
 
 async def test_a_body_that_stops_halfway_gets_408_saying_what_to_do_and_its_connection_closes(tmp_path: Path) -> None:
@@ -112,9 +112,8 @@ async def test_a_body_that_stops_halfway_gets_408_saying_what_to_do_and_its_conn
     for answer in answers:
         message = refused_with_advice(answer, 408)
         assert message == f"the request body did not arrive within 0.5 s; {ADVICE}"
-    logged = warnings_naming(served, "its body did not arrive whole within 0.5 s")
-    assert 1 <= len(logged) <= 10
-    assert all("answered 408 to a request from 127.0.0.1:" in line for line in logged)
+    [line] = warnings_naming(served, "its body did not arrive whole within 0.5 s")
+    assert "answered 408 to a request from 127.0.0.1:" in line
 
 
 async def test_the_approvals_pages_form_that_stops_halfway_gets_408_and_its_connection_closes(tmp_path: Path) -> None:
@@ -200,9 +199,8 @@ async def test_one_address_keeps_at_most_its_cap_of_idle_connections_and_another
     assert over_cap.status == 429
     assert over_cap.headers["retry-after"] == "1"
     assert "close the idle ones or send on them, then retry" in refused_with_advice(over_cap, 429)
-    logged = warnings_naming(served, "(--max-idle-per-address)")
-    assert 1 <= len(logged) <= 10
-    assert all("WARNING" in line and "127.0.0.1 keeps" in line for line in logged)
+    [line] = warnings_naming(served, "(--max-idle-per-address)")  # the close at the stop is counted, not said
+    assert "WARNING" in line
 
 
 async def test_an_ordinary_client_with_keep_alive_is_served_under_small_bounds(tmp_path: Path) -> None:

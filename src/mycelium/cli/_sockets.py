@@ -33,7 +33,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..mcp._bodies import DEFAULT_BODY_TIMEOUT_MS
-from ..mcp._clients import WarningBudget, address_key, shown_address
+from ..mcp._clients import WarningBudget, address_key, once_a_minute, shown_address
 from ..mcp._http import error_body
 from ._console import logger
 
@@ -44,7 +44,6 @@ HEADER_TIMEOUT_SECONDS = 10.0
 MAX_IDLE_PER_ADDRESS = 64
 """How many connections, by default, one client address may keep waiting for a request (a browser keeps
 6 to a server, an HTTP client's pool 10 to 20)."""
-_WARNINGS_PER_MINUTE = 10
 _RETRY_AFTER_SECONDS = 1
 
 
@@ -66,8 +65,8 @@ def http_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
     class Bounded(_BoundedH11):
         _limits = limits
         _idle = _IdleTable(limits.max_idle_per_address)
-        _late_heads = WarningBudget(_WARNINGS_PER_MINUTE, 60.0)
-        _over_cap = WarningBudget(_WARNINGS_PER_MINUTE, 60.0)
+        _late_heads = once_a_minute()
+        _over_cap = once_a_minute()
 
     return Bounded
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import anyio
 from starlette.types import Receive, Scope, Send
 
-from ._clients import WarningBudget, shown_address
+from ._clients import once_a_minute, shown_address
 from ._http import send_error
 
 __all__ = ["DEFAULT_BODY_TIMEOUT_MS", "BodyReader", "Unread"]
@@ -29,7 +29,6 @@ logger = logging.getLogger("mycelium.mcp")
 DEFAULT_BODY_TIMEOUT_MS = 30_000
 """How long, by default, a request's body may take to arrive whole from the server's first read of
 it: the largest body served (256 KiB) at under 9 KB/s."""
-_WARNINGS_PER_MINUTE = 10
 
 
 @dataclass(frozen=True)
@@ -51,12 +50,12 @@ class Unread:
 
 
 class BodyReader:
-    """Reads a body within ``max_bytes`` and ``timeout_s``; a too slow one is logged, a few a minute."""
+    """Reads a body within ``max_bytes`` and ``timeout_s``; a too slow one is logged, once a minute."""
 
     def __init__(self, *, max_bytes: int, timeout_s: float) -> None:
         self._max_bytes = max_bytes
         self._timeout_s = timeout_s
-        self._warnings = WarningBudget(_WARNINGS_PER_MINUTE, 60.0)
+        self._warnings = once_a_minute()
 
     async def read(self, scope: Scope, receive: Receive) -> bytes | Unread:
         """The whole body of the request in ``scope``, or why it was not read."""

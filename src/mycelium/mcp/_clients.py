@@ -15,7 +15,7 @@ import ipaddress
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["WarningBudget", "address_key", "shown_address"]
+__all__ = ["WarningBudget", "address_key", "once_a_minute", "shown_address"]
 
 
 def address_key(address: str) -> str:
@@ -61,3 +61,9 @@ class WarningBudget:
         self._spent += 1
         held_back, self._held_back = self._held_back, 0
         return held_back
+
+
+def once_a_minute() -> WarningBudget:
+    """The budget of a warning that stalled clients cause, as many times as they like: the first of
+    each minute is logged, naming its client, and the next one counts those held back meanwhile."""
+    return WarningBudget(1, 60.0)
