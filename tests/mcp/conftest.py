@@ -18,6 +18,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
+from starlette.types import ASGIApp
 
 from mycelium import ExecutionOptions, Module
 from mycelium._access import Grant
@@ -177,10 +178,12 @@ async def served(
     secret_keys: SecretKeys | None = None,
     page_approvals: bool = False,
     approval_wait_ms: int = 20_000,
+    body_timeout_ms: int = 30_000,
     beside: Mapping[str, Any] | None = None,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> AsyncIterator[Served]:
     """The server at ``/mcp`` on loopback; ``beside`` maps path prefixes to other ASGI apps served on the
-    same address (the approvals page, say)."""
+    same address (the approvals page, say); ``wrap`` puts an ASGI app of the test's in front of them all."""
     host = host or Host()
     async with AsyncExitStack() as stack:
         catalog = create_mcp_catalog(
@@ -200,8 +203,10 @@ async def served(
             secret_keys=secret_keys,
             page_approvals=page_approvals,
             approval_wait_ms=approval_wait_ms,
+            body_timeout_ms=body_timeout_ms,
         )
-        base = await stack.enter_async_context(serve_asgi(_beside(server.asgi, beside or {})))
+        app = _beside(server.asgi, beside or {})
+        base = await stack.enter_async_context(serve_asgi(app if wrap is None else wrap(app)))
         yield Served(f"{base}/mcp", server, catalog, host)
 
 

@@ -17,7 +17,8 @@ import httpx2
 import pytest
 
 from mycelium.mcp import Admitted, Refused, bearer_tokens, create_mcp, create_mcp_catalog
-from mycelium.mcp._authentication import WARNINGS_PER_WINDOW, WarningBudget
+from mycelium.mcp._authentication import WARNINGS_PER_WINDOW
+from mycelium.mcp._clients import WarningBudget
 from mycelium.sandbox.monty import MontySandbox
 from tests.support.loopback import serve_asgi
 

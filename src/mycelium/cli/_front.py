@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..mcp._bodies import DEFAULT_BODY_TIMEOUT_MS, BodyReader, Unread
 from ..mcp._http import send_error
 from ._console import logger
 
@@ -98,12 +99,14 @@ class Front:
     Requests other than event streams (GET) are tracked while they run, each in a cancel
     scope of its own, so a drain knows when the last one finished and can cancel those
     still running at its deadline. An event stream never ends by itself; the server closes
-    it after the drain.
+    it after the drain. While draining, a body read to tell a reply from new work must arrive
+    within ``body_timeout_s``, as the server's own must.
     """
 
-    def __init__(self, app: ASGIApp, health: Health) -> None:
+    def __init__(self, app: ASGIApp, health: Health, *, body_timeout_s: float = DEFAULT_BODY_TIMEOUT_MS / 1000) -> None:
         self._app = app
         self._health = health
+        self._bodies = BodyReader(max_bytes=_MAX_CONTINUATION_BYTES, timeout_s=body_timeout_s)
         self._draining = False
         self._running: set[anyio.CancelScope] = set()
         self._idle = anyio.Event()
@@ -141,7 +144,10 @@ class Front:
             await self._answer_health(scope, send)
             return
         if self._draining:
-            continuing = await _continuation(scope, receive)
+            continuing = await _continuation(scope, receive, self._bodies)
+            if isinstance(continuing, Unread):
+                await continuing.answer(send)
+                return
             if continuing is None:
                 await _unavailable(send)
                 return
@@ -206,8 +212,9 @@ async def _unavailable(send: Send) -> None:
     )
 
 
-async def _continuation(scope: Scope, receive: Receive) -> Receive | None:
-    """How to read the request again if it only continues work in flight, else ``None``.
+async def _continuation(scope: Scope, receive: Receive, bodies: BodyReader) -> Receive | Unread | None:
+    """How to read the request again if it only continues work in flight, else ``None``; why its body
+    was not read (too large, too slow), if so.
 
     A DELETE ends a connection. A POST continues when every JSON-RPC message in its body is a
     reply, a notification, or the retry of a call that carries the state of a paused run
@@ -218,20 +225,9 @@ async def _continuation(scope: Scope, receive: Receive) -> Receive | None:
         return receive
     if scope["method"] != "POST":
         return None
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None  # the client left
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > _MAX_CONTINUATION_BYTES:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    body = b"".join(chunks)
+    body = await bodies.read(scope, receive)
+    if isinstance(body, Unread):
+        return body
     try:
         parsed = json.loads(body)
     except ValueError:

@@ -16,7 +16,7 @@ import errno
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import uvicorn
@@ -42,6 +42,7 @@ from ._console import logger
 from ._front import Front, Health, Probe
 from ._owned import LOCAL_PRINCIPAL
 from ._signals import stop_on_signal
+from ._sockets import ClientLimits, http_protocol
 from ._target import Target
 from ._tokens import Secret, TokenFileError
 
@@ -82,6 +83,8 @@ class HttpOptions:
     trusted_proxies: tuple[str, ...] = ()
     """The addresses (or networks) of the proxies whose ``X-Forwarded-For`` and ``X-Forwarded-Proto``
     are believed (``--trusted-proxy``); from any other peer those headers are the client's own words."""
+    limits: ClientLimits = field(default_factory=ClientLimits)
+    """How long a client may take to send a request, and how many idle connections one address may keep."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,8 @@ async def serve_http(
     replica: Replica | None = None,
 ) -> None:
     """Serve ``catalog`` until a signal stops it; the banner goes to ``out``. Raises :class:`ServeError`."""
-    host, token, allow_hosts = http.host, http.token.value, http.allow_hosts
+    host, token, allow_hosts, limits = http.host, http.token.value, http.allow_hosts, http.limits
+    body_timeout_ms = max(1, round(limits.body_timeout_s * 1000))
     suspensions = catalog.suspensions
     approver = None if suspensions is None or http.approver_token is None else http.approver_token()
     if approver is not None and approver.value == token:
@@ -129,6 +133,7 @@ async def serve_http(
             allowed_hosts=hosts,
             allowed_origins=origins,
             secret_keys=replica.secret_keys if replica is not None else None,
+            body_timeout_ms=body_timeout_ms,
         )
     )
     server = create_mcp(
@@ -141,6 +146,7 @@ async def serve_http(
         secret_keys=replica.secret_keys if replica is not None else None,
         page_approvals=page is not None,
         freeze_loaded=True,  # this process serves this one server for its life
+        body_timeout_ms=body_timeout_ms,
     )
     sock = _bind(host, http.port)
     bound_port = sock.getsockname()[1]
@@ -172,10 +178,12 @@ async def serve_http(
     if page is not None:  # its own login, outside /mcp
         routes += [Route(APPROVALS_PATH, page), Route(f"{APPROVALS_PATH}/{{rest:path}}", page)]
     web_app = Starlette(routes=routes, lifespan=lifespan)
-    front = Front(web_app, Health(replica.probe if replica is not None else None))
+    front = Front(web_app, Health(replica.probe if replica is not None else None), body_timeout_s=limits.body_timeout_s)
     web = _Uvicorn(
         uvicorn.Config(
             front,
+            # h11 whatever else is installed: the bounds on slow clients are written for its protocol.
+            http=http_protocol(limits),
             lifespan="on",
             log_config=None,
             access_log=False,

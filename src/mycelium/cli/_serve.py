@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..mcp import McpCatalog, McpCatalogProvider
+from ..mcp._bodies import DEFAULT_BODY_TIMEOUT_MS
 from ._apps import DEFAULT_ATTRIBUTE, AppError, load_approver_authenticate
 from ._banner import APPROVER_TOKEN_ENV, TOKEN_ENV
 from ._console import LogFormat, logger, logging_to
@@ -34,6 +35,7 @@ from ._exits import ExitCode
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._otlp import OTLP_ENDPOINT_ENV, OtlpUnavailable, exporting_spans, traces_url
 from ._signals import waking_at_signals
+from ._sockets import HEADER_TIMEOUT_SECONDS, MAX_IDLE_PER_ADDRESS, ClientLimits
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
 from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
@@ -190,6 +192,36 @@ def serve(
             "(HTTP); those still running then are cancelled. A second signal stops at once.",
         ),
     ] = DEFAULT_DRAIN_SECONDS,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=3600,
+            metavar="SECONDS",
+            help="How long a connection waiting for a request may take to send that request's whole head "
+            "(HTTP); then it is closed, with a 408 if part of a request had come.",
+        ),
+    ] = HEADER_TIMEOUT_SECONDS,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=3600,
+            metavar="SECONDS",
+            help="How long a request's body may take to arrive whole (HTTP, at /mcp and /approvals); then it "
+            "gets 408 and its connection is closed.",
+        ),
+    ] = DEFAULT_BODY_TIMEOUT_MS / 1000,
+    max_idle_per_address: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=65_536,
+            help="How many connections one client address (an IPv6 one by its /64) may keep waiting for a "
+            "request (HTTP); when one more waits, the one that waited longest is closed. Behind a proxy, at "
+            "least the proxy's pool of idle connections.",
+        ),
+    ] = MAX_IDLE_PER_ADDRESS,
 ) -> None:
     """Serve APP's catalog, or every server in an mcpServers config, over MCP: Streamable HTTP at /mcp or stdio.
 
@@ -244,6 +276,7 @@ def serve(
                 else None,
                 drain_seconds,
                 trusted_proxies=proxies,
+                limits=ClientLimits(header_timeout, body_timeout, max_idle_per_address),
             )
         spans = exporting_spans(otlp_endpoint, name) if otlp_endpoint else contextlib.nullcontext()
         with logging_to(err, log_level, log_format), spans:

@@ -51,8 +51,11 @@ from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._options import check_int
 from ..suspensions import StoreUnavailable, Suspensions
-from ._authentication import WARNING_WINDOW_S, WARNINGS_PER_WINDOW, Authentication, WarningBudget
+from ._authentication import WARNING_WINDOW_S, WARNINGS_PER_WINDOW, Authentication
+from ._bodies import DEFAULT_BODY_TIMEOUT_MS, BodyReader, Unread
+from ._clients import WarningBudget
 from ._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, allowed
 from ._keys import SecretKeys
 from ._login_limit import LoginLimit
@@ -72,6 +75,11 @@ MAX_LISTED = 100
 _COOKIE = "mycelium_approver"
 _MAX_BODY_BYTES = 8 * 1024
 _MAX_FIELDS = 8
+_UNREAD = {
+    400: "The request ended early.",
+    408: "The form took too long to arrive: send it again.",
+    413: "The form is too large.",
+}
 _PURPOSE = b"mycelium/approvals-page/v1"
 _AUTHENTICATE_TIMEOUT_S = 10.0
 _MAX_CARRIED = 4_096
@@ -130,6 +138,7 @@ class ApprovalsPage:
         allowed_origins: Sequence[str],
         secret_keys: SecretKeys | None,
         login_limit: LoginLimit,
+        body_timeout_s: float = DEFAULT_BODY_TIMEOUT_MS / 1000,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(suspensions, Suspensions):
@@ -154,6 +163,7 @@ class ApprovalsPage:
         else:
             self._key = secrets.token_bytes(32)
         self._limit = login_limit
+        self._bodies = BodyReader(max_bytes=_MAX_BODY_BYTES, timeout_s=body_timeout_s)
         self._clock = clock
         self._warnings = WarningBudget(WARNINGS_PER_WINDOW, WARNING_WINDOW_S)
 
@@ -191,7 +201,7 @@ class ApprovalsPage:
             if visitor is None:
                 return _Answer(200, sign_in(self._base, token=self._token is not None))
             return _Answer(200, await self._list(visitor, _notice(scope)))
-        form = await _form(scope, receive)
+        form = await _form(scope, receive, self._bodies)
         if action == "login":
             return self._login(scope, form)
         if visitor is None:
@@ -340,6 +350,7 @@ def approvals_app(
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] | None = None,
     secret_keys: SecretKeys | None = None,
+    body_timeout_ms: int = DEFAULT_BODY_TIMEOUT_MS,
 ) -> ASGIApp:
     """The approvals page for ``suspensions``, an ASGI app answering every path under ``path``.
 
@@ -348,7 +359,8 @@ def approvals_app(
     are given. ``agent_tokens`` are the agents' bearer tokens, which never open the page.
     ``allowed_hosts`` and ``allowed_origins`` are the Host and Origin values accepted, as for
     ``create_mcp`` (loopback by default). ``secret_keys`` signs the forms of a page without a
-    token, so that every replica accepts them (by default a key of this process). Mount it at
+    token, so that every replica accepts them (by default a key of this process). A form must arrive
+    whole within ``body_timeout_ms`` (30 s), else 408 and the connection closes. Mount it at
     ``path`` (``Mount(path, app=...)`` or two routes, ``path`` and ``path/{rest:path}``).
     """
     return ApprovalsPage(
@@ -361,6 +373,7 @@ def approvals_app(
         allowed_origins=LOOPBACK_ORIGINS if allowed_origins is None else allowed_origins,
         secret_keys=secret_keys,
         login_limit=LoginLimit(),
+        body_timeout_s=check_int("body_timeout_ms", body_timeout_ms) / 1000,
     )
 
 
@@ -411,21 +424,14 @@ def _notice(scope: Scope) -> str | None:
     return _NOTICES.get(str(query.get("done", [""])[0]))
 
 
-async def _form(scope: Scope, receive: Receive) -> dict[str, str]:
-    """The POSTed form's fields (the first value of each), read within :data:`_MAX_BODY_BYTES`."""
+async def _form(scope: Scope, receive: Receive, bodies: BodyReader) -> dict[str, str]:
+    """The POSTed form's fields (the first value of each), read within :data:`_MAX_BODY_BYTES` and a time."""
     kind = Headers(scope=scope).get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/x-www-form-urlencoded":
         raise _Refusal(415, "Send the page's own form.")
-    body = b""
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise _Refusal(400, "The request ended early.")
-        body += message.get("body", b"")
-        if len(body) > _MAX_BODY_BYTES:
-            raise _Refusal(413, "The form is too large.")
-        if not message.get("more_body", False):
-            break
+    body = await bodies.read(scope, receive)
+    if isinstance(body, Unread):
+        raise _Refusal(body.status, _UNREAD[body.status], headers=body.headers)
     try:
         fields = parse_qs(body.decode("utf-8"), max_num_fields=_MAX_FIELDS, errors="strict")
     except (UnicodeDecodeError, ValueError):

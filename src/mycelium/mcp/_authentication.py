@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 import traceback
-from collections.abc import Callable
 
 import anyio
 from starlette.requests import HTTPConnection
 from starlette.types import Send
 
+from ._clients import WarningBudget, shown_address
 from ._http import send_error
 from ._principals import Admitted, Authenticate, Principal, Refused
 
@@ -92,40 +91,8 @@ class Authentication:
         if held_back is not None:
             more = f" ({held_back} more since the last one were not logged)" if held_back else ""
             logger.warning(
-                "refused a request from %s with 401: its bearer token is not valid%s", _address(connection), more
+                "refused a request from %s with 401: its bearer token is not valid%s",
+                shown_address(connection.client),
+                more,
             )
         await send_error(send, 401, _INVALID, extra=[(b"www-authenticate", _INVALID_CHALLENGE)])
-
-
-class WarningBudget:
-    """At most ``per_window`` warnings in each ``window_s``, counting the ones held back."""
-
-    def __init__(self, per_window: int, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._per_window = per_window
-        self._window_s = window_s
-        self._clock = clock
-        self._window_start = -window_s
-        self._spent = 0
-        self._held_back = 0
-
-    def spend(self) -> int | None:
-        """``None`` when this warning is held back; else how many were held back before it."""
-        now = self._clock()
-        if now - self._window_start >= self._window_s:
-            self._window_start, self._spent = now, 0
-        if self._spent >= self._per_window:
-            self._held_back += 1
-            return None
-        self._spent += 1
-        held_back, self._held_back = self._held_back, 0
-        return held_back
-
-
-def _address(connection: HTTPConnection) -> str:
-    """The client's address as the ASGI server reports it: the socket's, unless the server believes a
-    proxy's ``X-Forwarded-For`` (``mycelium serve`` does only for a ``--trusted-proxy``)."""
-    client = connection.client
-    if client is None:
-        return "an unknown address"
-    host = f"[{client.host}]" if ":" in client.host else client.host
-    return f"{host}:{client.port}"

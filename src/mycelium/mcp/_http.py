@@ -8,16 +8,19 @@ response the SDK leaves unfinished is finished here, never turned into a 500.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 
 import anyio
 from starlette.types import Message, Receive, Send
 
 __all__ = [
+    "CONNECTION_ENDED",
     "LOOPBACK_HOSTS",
     "LOOPBACK_ORIGINS",
     "Answered",
     "allowed",
+    "error_body",
     "message_id",
     "releasing",
     "request_id",
@@ -25,6 +28,12 @@ __all__ = [
     "stays_connected",
     "watch",
 ]
+
+logger = logging.getLogger("mycelium.mcp")
+
+NO_REPLAY = "this request cannot be served: event replay is not supported"
+CONNECTION_ENDED = "this connection was closed while the request was being served; initialize a new connection"
+"""What a request is told when its connection ended under it (a DELETE, an eviction, the server stopping)."""
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 """The ``Host`` values accepted by default: loopback, any port."""
@@ -89,31 +98,47 @@ def releasing(send: Send, release: Callable[[], None]) -> Send:
 
 
 class Answered:
-    """A ``send`` that remembers how far the response got, to finish what the SDK left open."""
+    """A ``send`` that remembers how far the response got, to finish what the SDK left open.
+
+    It lets one response through, whole, and nothing after it: the SDK may try to answer
+    again once its answer went out (a 500 after a 202, when a DELETE closed the connection's
+    streams in between), which the HTTP server would take for a broken app, and close the
+    client's keep-alive connection over. A second answer begun while the first is still
+    being sent is held back whole, its body too, so it is never read as the end of the
+    first. What it holds back is logged for a developer.
+    """
 
     def __init__(self, send: Send) -> None:
         self._send = send
         self.started = False
         self.finished = False
+        self._second = False
 
     async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start" and self.started:
+            self._second = True
+        if self.finished or self._second:
+            logger.debug("dropped %s (status %s): this request was answered", message["type"], message.get("status"))
+            return
         if message["type"] == "http.response.start":
             self.started = True
         elif message["type"] == "http.response.body" and not message.get("more_body", False):
             self.finished = True
         await self._send(message)
 
-    async def finish(self) -> None:
-        """Make sure the client got a whole response: a 400 if none began, else the end of the one that did.
+    async def finish(self, status: int = 400, message: str = NO_REPLAY) -> None:
+        """Make sure the client got a whole response: ``status`` with ``message`` if none began, else
+        the end of the one that did.
 
         The SDK may return without answering (a GET asking to replay events, which this
         server does not keep) or stop midway (its connection closed by a DELETE or an
         eviction racing this request): either is a 4xx or a short stream, never a 500.
         """
         if not self.started:
-            await send_error(self, 400, "this request cannot be served: event replay is not supported")
+            await send_error(self, status, message)
         elif not self.finished:
-            await self({"type": "http.response.body", "body": b"", "more_body": False})
+            self.finished = True
+            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def message_id(body: bytes | None) -> int | str | None:
@@ -144,6 +169,17 @@ def request_id(body: bytes | None) -> str | None:
     return None if identifier is None else str(identifier)
 
 
+def error_body(
+    message: str, *, code: int = -32600, echo: int | str | None = None, data: dict[str, object] | None = None
+) -> bytes:
+    """A JSON-RPC error (``code``, invalid request by default) answering request ``echo`` (``None``: no
+    request). It echoes nothing else of the request but what ``data`` holds."""
+    error: dict[str, object] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return json.dumps({"jsonrpc": "2.0", "id": echo, "error": error}).encode()
+
+
 async def send_error(
     send: Send,
     status: int,
@@ -154,13 +190,8 @@ async def send_error(
     echo: int | str | None = None,
     data: dict[str, object] | None = None,
 ) -> None:
-    """A JSON-RPC error body (``code``, invalid request by default) with an HTTP status, answering
-    request ``echo`` (``None``: no request). It echoes nothing else of the request but what ``data`` holds.
-    """
-    error: dict[str, object] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    body = json.dumps({"jsonrpc": "2.0", "id": echo, "error": error}).encode()
+    """Answer with :func:`error_body` and an HTTP status."""
+    body = error_body(message, code=code, echo=echo, data=data)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -11,12 +11,13 @@ still bounds what every address together may try.
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from ._clients import address_key
 
 __all__ = ["LoginLimit"]
 
@@ -66,7 +67,7 @@ class LoginLimit:
         now = self._clock()
         self._everyone.refill(now, self._overall, self._overall / self._window_s)
         waits = [self._everyone.wait(self._overall / self._window_s)]
-        bucket = self._addresses.get(_key(address))
+        bucket = self._addresses.get(address_key(address))
         if bucket is not None:
             bucket.refill(now, self._per_address, self._per_address / self._window_s)
             waits.append(bucket.wait(self._per_address / self._window_s))
@@ -76,7 +77,7 @@ class LoginLimit:
     def failed(self, address: str) -> None:
         """Count one failed sign-in from ``address`` (after :meth:`retry_after` let it through)."""
         now = self._clock()
-        key = _key(address)
+        key = address_key(address)
         bucket = self._addresses.pop(key, None) or _Bucket(float(self._per_address), now)
         bucket.refill(now, self._per_address, self._per_address / self._window_s)
         bucket.tokens = max(0.0, bucket.tokens - 1)
@@ -97,16 +98,3 @@ class LoginLimit:
     def __len__(self) -> int:
         """How many addresses are remembered."""
         return len(self._addresses)
-
-
-def _key(address: str) -> str:
-    """What an address is counted by: itself, or the /64 an IPv6 address belongs to."""
-    try:
-        parsed = ipaddress.ip_address(address)
-    except ValueError:
-        return address  # not an address (a Unix socket, a test client): counted by what it is
-    if isinstance(parsed, ipaddress.IPv4Address):
-        return str(parsed)
-    if parsed.ipv4_mapped is not None:
-        return str(parsed.ipv4_mapped)
-    return str(ipaddress.ip_network(f"{parsed}/64", strict=False))

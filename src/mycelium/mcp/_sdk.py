@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import logging
 
+import anyio
 import httpx2
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.lowlevel.server import Server
@@ -34,6 +36,8 @@ MANAGER_PARTS = ("_server_instances", "_session_owners", "_serve_opening_request
 """The private attributes of a ``StreamableHTTPSessionManager`` used here."""
 HTTP_CLIENT_PARTS = ("create_mcp_http_client",)
 """The private names of ``mcp.shared._httpx_utils`` used here."""
+TRANSPORT_LOGGER = "mcp.server.streamable_http"
+"""The logger of the SDK's Streamable HTTP transport, where it reports a request that failed inside it."""
 
 
 def check_sdk() -> None:
@@ -156,6 +160,44 @@ async def revive_transport(manager: StreamableHTTPSessionManager, session_id: st
 
     await serve_opening_request(manager, transport, handshake, watch(stays_connected, None, first=body), send)
     return 200 <= status < 300 and held_transport(manager, session_id) is not None
+
+
+class _ClosedUnderRequest(logging.Filter):
+    """Tell the SDK's report of a request whose connection's streams were closed under it for what it is.
+
+    A DELETE, an eviction or the server stopping closes a connection's streams while other
+    requests of it may still be on their way in; the SDK then fails forwarding their message
+    and reports it as an error with a traceback ("Error handling POST request"). That is the
+    expected end of such a request, which the server answers itself (see ``Answered``): the
+    report becomes one line at DEBUG, kept only where DEBUG is logged. Any other failure is
+    left as the SDK reports it.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is None or not _closed_streams_only(record.exc_info[1]):
+            return True
+        record.msg = f"{record.getMessage()}: its connection was closed meanwhile (a DELETE, an eviction, a stop)"
+        record.args = None
+        record.exc_info = record.exc_text = None
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+_CLOSED_UNDER_REQUEST = _ClosedUnderRequest()
+
+
+def _closed_streams_only(error: BaseException | None) -> bool:
+    """Whether ``error`` (each of them, in a group) is a memory stream of anyio found closed."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_closed_streams_only(each) for each in error.exceptions)
+    return isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError)
+
+
+def quiet_closed_streams() -> None:
+    """Log the SDK's failures over a connection closed under a request at DEBUG (once per process)."""
+    transport_logger = logging.getLogger(TRANSPORT_LOGGER)
+    if _CLOSED_UNDER_REQUEST not in transport_logger.filters:
+        transport_logger.addFilter(_CLOSED_UNDER_REQUEST)
 
 
 def http_client(headers: dict[str, str], auth: httpx2.Auth | None) -> httpx2.AsyncClient:

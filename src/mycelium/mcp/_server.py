@@ -60,6 +60,7 @@ from .._signals import AbortController
 from .._text import new_reference
 from ._approvals import PageApprovals, with_approval_argument
 from ._authentication import Authentication
+from ._bodies import DEFAULT_BODY_TIMEOUT_MS, BodyReader, Unread
 from ._elicitation import (
     APPROVAL,
     PausedRun,
@@ -69,12 +70,22 @@ from ._elicitation import (
     input_required,
     paused_run,
 )
-from ._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, Answered, message_id, releasing, request_id, send_error, watch
+from ._http import (
+    CONNECTION_ENDED,
+    LOOPBACK_HOSTS,
+    LOOPBACK_ORIGINS,
+    Answered,
+    message_id,
+    releasing,
+    request_id,
+    send_error,
+    watch,
+)
 from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
 from ._provider import McpCatalogProvider, McpExecutionContext
 from ._results import answered, failure, tool_result
-from ._sdk import discard_transport, held_transport, revive_transport
+from ._sdk import discard_transport, held_transport, quiet_closed_streams, revive_transport
 
 __all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSIONS", "McpServer", "create_mcp"]
 
@@ -137,6 +148,7 @@ class McpServer:
         page_approvals: bool = False,
         approval_wait_ms: int = 20_000,
         freeze_loaded: bool = False,
+        body_timeout_ms: int = DEFAULT_BODY_TIMEOUT_MS,
     ) -> None:
         if not isinstance(catalog, McpCatalogProvider):
             raise ValueError(f"catalog must implement McpCatalogProvider, got {type(catalog).__name__}")
@@ -147,6 +159,9 @@ class McpServer:
             authenticate, check_int("authenticate_timeout_ms", authenticate_timeout_ms) / 1000
         )
         self._max_request_bytes = check_int("max_request_bytes", max_request_bytes)
+        self._bodies = BodyReader(
+            max_bytes=self._max_request_bytes, timeout_s=check_int("body_timeout_ms", body_timeout_ms) / 1000
+        )
         bound = catalog.max_connections
         self._per_principal = (
             max(1, bound // 2)
@@ -240,10 +255,11 @@ class McpServer:
         session_id = connection.headers.get(_SESSION_HEADER)
         body: bytes | None = None
         if scope["method"] == "POST":
-            body = await self._read_body(receive)
-            if body is None:
-                await send_error(send, 413, f"the request body is larger than {self._max_request_bytes} bytes")
+            read = await self._bodies.read(scope, receive)
+            if isinstance(read, Unread):
+                await read.answer(send)
                 return
+            body = read
         version = connection.headers.get("mcp-protocol-version")
         if version is not None and version not in PROTOCOL_VERSIONS:
             # The spec's UnsupportedProtocolVersionError: ``supported`` agrees with server/discover
@@ -261,13 +277,20 @@ class McpServer:
             return
         answered = Answered(send)
         watched = watch(receive, gone, first=body)
-        if version in MODERN_PROTOCOL_VERSIONS:
-            # One request, one answer, nothing kept: the SDK's per-request entry serves it whole.
-            await self._manager.handle_request(scope, watched, answered)
-        elif session_id is None:
-            await self._manager.handle_request(scope, watched, self._opening(principal, answered))
-        else:
-            await self._continue(scope, watched, answered, principal, session_id, request_id(body))
+        try:
+            if version in MODERN_PROTOCOL_VERSIONS:
+                # One request, one answer, nothing kept: the SDK's per-request entry serves it whole.
+                await self._manager.handle_request(scope, watched, answered)
+            elif session_id is None:
+                await self._manager.handle_request(scope, watched, self._opening(principal, answered))
+            else:
+                await self._continue(scope, watched, answered, principal, session_id, request_id(body))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            # The connection's streams were closed under the request (a DELETE, an eviction, a stop):
+            # the SDK fails forwarding its message. It ends here, answered, and the HTTP connection stays.
+            logger.debug("a request ended with its connection, which was closed under it")
+            await answered.finish(404, CONNECTION_ENDED)
+            return
         await answered.finish()
 
     async def _continue(
@@ -311,22 +334,6 @@ class McpServer:
         if ended or len(known.requests) > _MAX_HELD_IDS:
             await self._end(session_id)
 
-    async def _read_body(self, receive: Receive) -> bytes | None:
-        """The whole body of a POST, or ``None`` once it passes the limit (nothing past it is read)."""
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return b""  # the client left; the SDK answers the empty request
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max_request_bytes:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
         if message["type"] != "lifespan.startup":
@@ -344,6 +351,7 @@ class McpServer:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[McpServer]:
         """Run the session manager; requests are served while this is entered. Once only."""
+        quiet_closed_streams()
         async with self._manager.run():
             if self._freeze_loaded:
                 # What is loaded by now (the app, the SDK, the catalog) lives as long as the server: kept
@@ -647,6 +655,7 @@ def create_mcp(
     page_approvals: bool = False,
     approval_wait_ms: int = 20_000,
     freeze_loaded: bool = False,
+    body_timeout_ms: int = DEFAULT_BODY_TIMEOUT_MS,
 ) -> McpServer:
     """An MCP server offering ``catalog``'s ``execute`` tool, with ``authenticate`` on every request.
 
@@ -657,7 +666,9 @@ def create_mcp(
     ``allowed_origins`` are the Host and Origin values accepted (``"host:*"`` allows any
     port); by default loopback only. Bodies over ``max_request_bytes`` (256 KiB: a
     64 KiB program with room for its JSON escapes) get 413 before anything parses them,
-    since the SDK checks a message's every value on the event loop.
+    since the SDK checks a message's every value on the event loop. A body must arrive whole within
+    ``body_timeout_ms`` (30 s) of the server's first read of it, else 408 and the HTTP connection
+    closes: a client that sends its body slowly, or stops halfway, holds its request no longer.
     ``max_connections_per_principal`` (default: half of ``catalog.max_connections``, at
     least 1) is how many of the held connections one principal may have: its next one
     replaces its own least recently used idle connection, or gets 503 if all are busy.
@@ -685,4 +696,5 @@ def create_mcp(
         page_approvals=page_approvals,
         approval_wait_ms=approval_wait_ms,
         freeze_loaded=freeze_loaded,
+        body_timeout_ms=body_timeout_ms,
     )

@@ -1,0 +1,234 @@
+"""What one client's sockets may hold on ``mycelium serve``: a deadline on each request's head, a cap on idle ones.
+
+uvicorn's HTTP/1.1 protocol (h11) waits for a request's head without a deadline: a client
+that connects and sends nothing, or half its headers, holds its socket for as long as it likes
+(uvicorn's keep-alive timer runs only after a response, and any byte stops it). Here a
+connection that waits for a request, because it was just accepted or its last answer has
+gone out, must have the whole head of its next one within ``header_timeout_s``, or it is
+closed: with a 408 when part of a request had come (the client has one in transit), silently
+when nothing had (an idle connection, which HTTP lets a server close at any time). What an
+app left unread of a body counts as part of the next request's head, so a client cannot hold
+a connection by trickling a body nobody reads. The app bounds the bodies it reads itself
+(``mycelium.mcp._bodies``); h11 bounds a head's size (16 KiB).
+
+One client address keeps at most ``max_idle_per_address`` connections waiting so; when one more
+starts waiting, the one of that address that has waited longest is closed (with a 429 when part
+of a request had come on it). A client that piles up stalled sockets thus holds no more than
+the cap, and a fresh connection of the same address, which sends its request at once, still
+gets through. An address is the socket's peer, an IPv6 one by its /64 (see
+``mycelium.mcp._clients``): behind a proxy every connection is the proxy's, and the cap must be
+at least the proxy's pool of idle connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import importlib.metadata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ..mcp._bodies import DEFAULT_BODY_TIMEOUT_MS
+from ..mcp._clients import WarningBudget, address_key, once_a_minute, shown_address
+from ..mcp._http import error_body
+from ._console import logger
+
+__all__ = ["HEADER_TIMEOUT_SECONDS", "MAX_IDLE_PER_ADDRESS", "ClientLimits", "http_protocol"]
+
+HEADER_TIMEOUT_SECONDS = 10.0
+"""How long, by default, a connection waiting for a request may take to send that request's whole head."""
+MAX_IDLE_PER_ADDRESS = 64
+"""How many connections, by default, one client address may keep waiting for a request (a browser keeps
+6 to a server, an HTTP client's pool 10 to 20)."""
+_RETRY_AFTER_SECONDS = 1
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    """How long a client may take to send a request, and how many idle connections one address may keep."""
+
+    header_timeout_s: float = HEADER_TIMEOUT_SECONDS
+    """From the moment a connection waits for a request, how long that request's whole head may take."""
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_MS / 1000
+    """How long a body the server reads may take to arrive whole from its first read (408 after that)."""
+    max_idle_per_address: int = MAX_IDLE_PER_ADDRESS
+    """How many connections one client address may keep waiting for a request."""
+
+
+def http_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol under ``limits``, with one table of idle connections for the whole server."""
+
+    class Bounded(_BoundedH11):
+        _limits = limits
+        _idle = _IdleTable(limits.max_idle_per_address)
+        _late_heads = once_a_minute()
+        _over_cap = once_a_minute()
+
+    return Bounded
+
+
+class _IdleTable:
+    """The connections waiting for a request, per client address, longest waiting first."""
+
+    def __init__(self, cap: int) -> None:
+        self._cap = cap
+        self._by_address: dict[str, dict[_BoundedH11, None]] = {}
+
+    @property
+    def cap(self) -> int:
+        return self._cap
+
+    def enter(self, address: str, connection: _BoundedH11) -> _BoundedH11 | None:
+        """Count ``connection`` as waiting; the longest waiting one of ``address`` to close, if over the cap."""
+        waiting = self._by_address.setdefault(address, {})
+        waiting[connection] = None
+        return next(iter(waiting)) if len(waiting) > self._cap else None
+
+    def leave(self, address: str, connection: _BoundedH11) -> None:
+        """``connection`` waits no more: its request came, or it closed."""
+        waiting = self._by_address.get(address)
+        if waiting is not None:
+            waiting.pop(connection, None)
+            if not waiting:
+                del self._by_address[address]
+
+
+class _BoundedH11(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on each request's head and a cap on idle connections.
+
+    A connection waits for a request while it answers none: h11's state of the server side
+    is IDLE (nothing asked yet) or DONE (the last answer sent, maybe before its body was
+    read); the head of the next request moves it on to SEND_RESPONSE.
+    """
+
+    _limits: ClassVar[ClientLimits]
+    _idle: ClassVar[_IdleTable]
+    _late_heads: ClassVar[WarningBudget]
+    _over_cap: ClassVar[WarningBudget]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._heard = False
+        """Whether bytes of a request came since this connection began waiting."""
+        self._address: str | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._address = None if self.client is None else address_key(self.client[0])
+        self._await_request()
+
+    def data_received(self, data: bytes) -> None:
+        waiting = self._deadline is not None
+        self._heard = self._heard or (waiting and bool(data))
+        super().data_received(data)
+        if waiting and not self._answers_none():
+            self._stop_waiting()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # A pipelined request already read has begun in there: that connection is not waiting.
+        if self._answers_none():
+            self._await_request()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_waiting()
+        super().connection_lost(exc)
+
+    def _answers_none(self) -> bool:
+        return self.conn.our_state in (h11.IDLE, h11.DONE) and not self.transport.is_closing()
+
+    def _await_request(self) -> None:
+        if self._deadline is not None or not self._answers_none():
+            return
+        self._heard = False
+        self._deadline = self.loop.call_later(self._limits.header_timeout_s, self._head_late)
+        if self._address is not None:
+            longest = self._idle.enter(self._address, self)
+            if longest is not None:
+                longest._close_over_cap()
+
+    def _stop_waiting(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+            if self._address is not None:
+                self._idle.leave(self._address, self)
+
+    def _head_late(self) -> None:
+        timeout = self._limits.header_timeout_s
+        if not self._heard:
+            # An idle connection a client left open: closing it is ordinary, and not worth a warning.
+            logger.debug("closed an idle connection from %s after %g s", shown_address(self.client), timeout)
+            self._close()
+            return
+        held_back = self._late_heads.spend()
+        if held_back is not None:
+            logger.warning(
+                "answered 408 to %s and closed its connection: its request did not arrive whole within %g s "
+                "(--header-timeout)%s",
+                shown_address(self.client),
+                timeout,
+                _held_back(held_back),
+            )
+        self._close(408, f"the request did not arrive whole within {timeout:g} s; send the whole request at once")
+
+    def _close_over_cap(self) -> None:
+        cap = self._idle.cap
+        held_back = self._over_cap.spend()
+        if held_back is not None:
+            logger.warning(
+                "%s keeps more than %d connections waiting for a request, the most one address may "
+                "(--max-idle-per-address): closed the one that waited longest%s",
+                self._address,
+                cap,
+                _held_back(held_back),
+            )
+        if self._heard:
+            told = (
+                f"this address keeps more than {cap} connections open without a request on them; "
+                "close the idle ones or send on them, then retry"
+            )
+            self._close(429, told, [(b"retry-after", str(_RETRY_AFTER_SECONDS).encode())])
+        else:
+            self._close()
+
+    def _close(self, status: int | None = None, message: str = "", extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
+        """Close the connection, answering ``status`` first when the client has a request in transit.
+
+        The answer is written as bytes, not through h11: the request it answers never arrived whole,
+        so h11 holds no request to answer, and nothing else goes out on this connection.
+        """
+        self._stop_waiting()
+        if status is not None:
+            body = error_body(message)
+            head = [
+                f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}".encode(),
+                b"content-type: application/json",
+                b"content-length: " + str(len(body)).encode(),
+                b"connection: close",
+                *(name + b": " + value for name, value in extra),
+            ]
+            self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        self.transport.close()
+
+
+def _held_back(count: int) -> str:
+    return f" ({count} more since the last one were not logged)" if count else ""
+
+
+def _check_uvicorn() -> None:
+    """Refuse a uvicorn whose h11 protocol lacks the hook the bounds rest on, naming the version."""
+    if not callable(getattr(H11Protocol, "on_response_complete", None)):
+        version = importlib.metadata.version("uvicorn")
+        raise ImportError(
+            f"mycelium serve bounds slow clients through uvicorn's H11Protocol.on_response_complete, which "
+            f"uvicorn {version} does not have: install one that does (uvicorn 0.55, which the tests run, does)"
+        )
+
+
+_check_uvicorn()

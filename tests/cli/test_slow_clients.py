@@ -1,0 +1,217 @@
+"""`mycelium serve` against clients that stall: each is dropped at its bound, and everyone else is still served.
+
+Every test runs a real `mycelium serve` process and speaks to it over raw sockets
+(:mod:`tests.support.wire`), with the bounds made small through the options an operator would
+use. A test waits for the server to close a socket (a read that returns nothing), never for
+time to pass; the reads have a generous failsafe, and the only check on time is that a socket
+was dropped within its bound plus :data:`SLACK_S`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.mcp import raw_http as raw
+from tests.support.apps.replicated_notes import DB_ENV
+from tests.support.paths import APPS
+from tests.support.wire import Response, Wire, wire
+
+from .replicas import TOKEN, Replica, replica
+
+BOUND_S = 0.5
+"""The header and body timeouts of these tests."""
+SLACK_S = 5.0
+"""What a loaded machine may add to a bound before the server acts on it."""
+STALLED = 20
+"""How many stalled sockets a test opens, as the attack that found the problem did."""
+OTHER_CLIENT = "127.0.0.2"
+"""Another client address, on this machine: every address of 127.0.0.0/8 is loopback."""
+ADVICE = "send the whole request at once"
+
+
+def short_bounds(*extra: str) -> list[str]:
+    return ["--header-timeout", str(BOUND_S), "--body-timeout", str(BOUND_S), *extra]
+
+
+def encoded(connection: Wire, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> bytes:
+    """A whole request's bytes (``Host`` and ``Content-Length`` added), to write whole or in part."""
+    lines = [f"{method} {path} HTTP/1.1", f"host: {connection.host}", f"content-length: {len(body)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def call_body() -> bytes:
+    return json.dumps(raw.modern_call("return 1")).encode()
+
+
+async def healthy(connection: Wire) -> bool:
+    """Whether ``connection`` carries a request and its answer: ``/healthz``, which needs no token."""
+    answer = await connection.request("GET", "/healthz", {})
+    return (answer.status, answer.json()) == (200, {"status": "ok"})
+
+
+async def dropped_within(connection: Wire, began: float, bound: float) -> bool:
+    """Whether the server closed ``connection`` (after its answer, if one was read) within ``bound`` plus slack."""
+    return await connection.closed() and time.monotonic() - began <= bound + SLACK_S
+
+
+def refused_with_advice(answer: Response, status: int) -> str:
+    """The message of a JSON-RPC refusal of ``status`` that closes its connection."""
+    assert answer.status == status, (answer.status, answer.body)
+    assert answer.headers["connection"] == "close"
+    message: str = answer.json()["error"]["message"]
+    return message
+
+
+def warnings_naming(served: Replica, text: str) -> list[str]:
+    return [line for line in served.log if text in line]
+
+
+async def test_sockets_that_send_half_their_headers_or_nothing_are_dropped_at_the_header_timeout(
+    tmp_path: Path,
+) -> None:
+    async with replica(tmp_path / "data", options=short_bounds()) as served, AsyncExitStack() as stack:
+        began = time.monotonic()
+        stalled = [await stack.enter_async_context(wire(served.port)) for _ in range(STALLED)]
+        half_heads = stalled[: STALLED // 2]
+        for connection in half_heads:
+            whole = encoded(connection, "POST", "/mcp", raw.modern_headers(TOKEN), call_body())
+            await connection.write(whole[: whole.index(b"\r\n\r\n") // 2])
+        answers = [await connection.answer() for connection in half_heads]
+        assert all([await dropped_within(connection, began, BOUND_S) for connection in stalled])
+        async with wire(served.port) as fresh:
+            assert await healthy(fresh)
+        assert await served.stop() == 0  # its whole log read
+    for answer in answers:  # a client with a request in transit is told; an idle one is just closed
+        message = refused_with_advice(answer, 408)
+        assert message == f"the request did not arrive whole within 0.5 s; {ADVICE}"
+    logged = warnings_naming(served, "(--header-timeout)")
+    [line] = logged  # once a minute, however many clients stall
+    assert "answered 408 to 127.0.0.1:" in line
+
+
+async def test_a_body_that_stops_halfway_gets_408_saying_what_to_do_and_its_connection_closes(tmp_path: Path) -> None:
+    async with replica(tmp_path / "data", options=short_bounds()) as served, AsyncExitStack() as stack:
+        began = time.monotonic()
+        stalled = [await stack.enter_async_context(wire(served.port)) for _ in range(STALLED // 2)]
+        for connection in stalled:
+            whole = encoded(connection, "POST", "/mcp", raw.modern_headers(TOKEN), call_body())
+            await connection.write(whole[: len(whole) - len(call_body()) // 2])
+        answers = [await connection.answer() for connection in stalled]
+        assert all([await dropped_within(connection, began, BOUND_S) for connection in stalled])
+        async with wire(served.port) as fresh:
+            assert await healthy(fresh)
+        assert await served.stop() == 0
+    for answer in answers:
+        message = refused_with_advice(answer, 408)
+        assert message == f"the request body did not arrive within 0.5 s; {ADVICE}"
+    [line] = warnings_naming(served, "its body did not arrive whole within 0.5 s")
+    assert "answered 408 to a request from 127.0.0.1:" in line
+
+
+async def test_the_approvals_pages_form_that_stops_halfway_gets_408_and_its_connection_closes(tmp_path: Path) -> None:
+    env = {"MYCELIUM_APPROVER_TOKEN": "approver-" + "t" * 32, DB_ENV: str(tmp_path / "writes.db")}
+    app = (str(APPS / "replicated_notes.py"),)
+    async with replica(tmp_path / "data", app=app, options=short_bounds(), env=env) as served:
+        async with wire(served.port) as connection:
+            form = b"token=" + b"t" * 40
+            headers = {"content-type": "application/x-www-form-urlencoded"}
+            whole = encoded(connection, "POST", "/approvals/login", headers, form)
+            began = time.monotonic()
+            await connection.write(whole[: len(whole) - len(form) // 2])
+            answer = await connection.answer()
+            assert await dropped_within(connection, began, BOUND_S)
+    assert (answer.status, answer.headers["connection"]) == (408, "close")
+    assert "The form took too long to arrive: send it again." in answer.body.decode()
+
+
+async def test_a_body_left_unread_after_a_refusal_must_still_arrive_within_the_header_timeout(tmp_path: Path) -> None:
+    async with replica(tmp_path / "data", options=short_bounds()) as served, wire(served.port) as connection:
+        whole = encoded(connection, "POST", "/mcp", raw.modern_headers("not-the-token"), call_body())
+        await connection.write(whole[: len(whole) - 10])
+        refused = await connection.answer()  # refused on its headers: the server never reads the body
+        began = time.monotonic()
+        # A byte now and then of a body nobody reads: each one used to keep the connection open.
+        await connection.write(whole[len(whole) - 10 : len(whole) - 5])
+        late = await connection.answer()
+        assert await dropped_within(connection, began, BOUND_S)
+    assert refused.status == 401
+    assert refused_with_advice(late, 408).endswith(ADVICE)
+
+
+async def test_an_event_stream_outlives_the_header_and_body_timeouts_and_ends_whole_at_delete(tmp_path: Path) -> None:
+    async with (
+        replica(tmp_path / "data", options=short_bounds()) as served,
+        httpx2.AsyncClient(timeout=raw.ANSWER_WITHIN_S) as http,
+        wire(served.port) as streaming,
+    ):
+        session = await raw.open_session(http, served.url, TOKEN)
+        await streaming.start("GET", "/mcp", raw.headers(TOKEN, session=session))
+        stream = await streaming.head()
+        # Opened after the stream's head arrived, so it is dropped after any bound that could cut the stream.
+        async with wire(served.port) as stalled:
+            await stalled.write(b"GET /healthz HTTP/1.1\r\n")
+            assert (await stalled.answer()).status == 408
+        deleted = await raw.send(http, "DELETE", served.url, sent=raw.headers(TOKEN, session=session))
+        ended = await streaming.answer(stream)  # to its last chunk: a stream cut short fails to parse
+        assert await healthy(streaming)
+    assert (stream.status, deleted.status, ended.status) == (200, 200, 200)
+
+
+async def test_one_address_keeps_at_most_its_cap_of_idle_connections_and_another_address_is_still_served(
+    tmp_path: Path,
+) -> None:
+    cap = 4
+    options = ["--max-idle-per-address", str(cap), "--header-timeout", "600"]
+    async with (
+        replica(tmp_path / "data", options=options) as served,
+        # The test's own HTTP client comes from the other address: every connection of this one is the test's.
+        httpx2.AsyncClient(
+            timeout=raw.ANSWER_WITHIN_S, transport=httpx2.AsyncHTTPTransport(local_address=OTHER_CLIENT)
+        ) as http,
+        AsyncExitStack() as stack,
+        wire(served.port, source=OTHER_CLIENT) as other,
+    ):
+        idle = [await stack.enter_async_context(wire(served.port)) for _ in range(cap)]
+        await idle[0].write(b"GET /healthz HTTP/1.1\r\nhost: ")  # the longest waiting has a request in transit
+        # Answered only once the server has read every byte sent before it, the half head included.
+        assert await healthy(other)
+        newest = await stack.enter_async_context(wire(served.port))
+        over_cap = await idle[0].answer()
+        assert await idle[0].closed()
+        await served.says(f"127.0.0.1 keeps more than {cap} connections waiting for a request")
+        # The others were held, the newest too: each still carries a request.
+        assert all([await healthy(connection) for connection in [*idle[1:], newest]])
+        # A connection carrying an event stream is busy, not idle: the address may open one more.
+        session = await raw.open_session(http, served.url, TOKEN)
+        await idle[1].start("GET", "/mcp", raw.headers(TOKEN, session=session))
+        assert (await idle[1].head()).status == 200
+        admitted = await stack.enter_async_context(wire(served.port))
+        assert all([await healthy(connection) for connection in [*idle[2:], newest, admitted]])
+        assert await served.stop() == 0
+    assert over_cap.status == 429
+    assert over_cap.headers["retry-after"] == "1"
+    assert "close the idle ones or send on them, then retry" in refused_with_advice(over_cap, 429)
+    [line] = warnings_naming(served, "(--max-idle-per-address)")  # the close at the stop is counted, not said
+    assert "WARNING" in line
+
+
+async def test_an_ordinary_client_with_keep_alive_is_served_under_small_bounds(tmp_path: Path) -> None:
+    async with replica(tmp_path / "data", options=short_bounds()) as served, wire(served.port) as connection:
+        for request_id in range(5):  # one connection, one request after another
+            body = json.dumps(raw.modern_call("return 1", request_id=request_id)).encode()
+            answer = await connection.request("POST", "/mcp", raw.modern_headers(TOKEN), body)
+            assert answer.status == 200, (answer.status, answer.body)
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            for mode in ("legacy", "2026-07-28"):
+                async with Client(streamable_http_client(served.url, http_client=http), mode=mode) as client:
+                    [tool] = (await client.list_tools()).tools
+                    result = await client.call_tool(tool.name, {"code": "return 6 * 7"})
+                    assert result.is_error is False, result
