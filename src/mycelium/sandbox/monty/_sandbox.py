@@ -219,7 +219,7 @@ class MontySandbox(Sandbox):
                 type_check=type_check,
                 type_check_format="json",
             ) as session:
-                run.worker = _Worker(session)
+                run.worker = _Worker(session, self._pool.exits)
                 try:
                     if type_check:
                         await _check_types(session, guest, request.code, signal)
