@@ -91,6 +91,10 @@ class _GuestRun:
             self.calls.append(tracked)
         return tracked
 
+    def all_settled(self) -> bool:
+        """Whether every call placed so far has settled (then :meth:`finish_started` has nothing to wait for)."""
+        return all(call.settled for call in self.calls)
+
     async def finish_started(self, printed: _PrintBuffer) -> None:
         """Let the calls the program placed but never awaited finish, and say so in the output.
 

@@ -7,6 +7,8 @@ from contextlib import AsyncExitStack
 import anyio
 from pydantic_monty import AsyncMonty
 
+from ._watch import _Exits
+
 # Closing the pool and letting the loop end at once can abort the interpreter (exit code
 # 134, a library thread calling into Python during shutdown); a short pause avoids it.
 _CLOSE_PAUSE_SECS = 0.05
@@ -30,6 +32,8 @@ class _WorkerPool:
         self._pool: AsyncMonty | None = None
         self._running = AsyncExitStack()
         self._lock = anyio.Lock()
+        self.exits = _Exits()
+        """The pidfds of the pool's workers, kept while they live (see :class:`_Exits`)."""
 
     async def start(self) -> AsyncMonty:
         """The running pool: started now if it is not running."""
@@ -48,5 +52,6 @@ class _WorkerPool:
         async with self._lock:
             if self._pool is not None:
                 self._pool = None
+                self.exits.close()
                 await self._running.aclose()
                 await anyio.sleep(_CLOSE_PAUSE_SECS)

@@ -219,7 +219,7 @@ class MontySandbox(Sandbox):
                 type_check=type_check,
                 type_check_format="json",
             ) as session:
-                run.worker = _Worker(session)
+                run.worker = _Worker(session, self._pool.exits)
                 try:
                     if type_check:
                         await _check_types(session, guest, request.code, signal)
@@ -231,7 +231,8 @@ class MontySandbox(Sandbox):
                         )
                     value = await _until_stopped(feed, signal, worker=run.worker)
                     result = run.result(value, request.max_result_bytes)
-                    await _until_stopped(run.finish_started(printed), signal)
+                    if not run.all_settled():  # the common case waits for nothing: no stop to watch for
+                        await _until_stopped(run.finish_started(printed), signal)
                     if stepper is not None:
                         stepper.note_undecided(printed)
                     completed = True

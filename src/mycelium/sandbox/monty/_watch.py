@@ -1,7 +1,10 @@
 """Watching the worker process that runs a program, so a worker that dies ends the run at once.
 
 Monty notices a dead worker only when the host call it waits on returns, which may be
-never; a pidfd wakes the event loop the moment the process ends instead.
+never; a pidfd wakes the event loop the moment the process ends instead. A worker runs
+many programs, one at a time, so its pidfd is opened once and stays registered with the
+loop until the process exits (see :class:`_Exits`); each run only says it is the one
+watching.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ class _WorkerLost(Exception):
 class _Worker:
     """The worker process of one session, watched while a feed runs so its death stops the feed."""
 
-    def __init__(self, session: AsyncMontySession) -> None:
+    def __init__(self, session: AsyncMontySession, exits: _Exits) -> None:
         self._session = session
+        self._exits = exits
+        # Read before the feed: once it is sent, Monty may not report the pid until the run ends.
+        self._pid = session.worker_pid
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scope: anyio.CancelScope | None = None
         self._stop_watching: Callable[[], None] | None = None
@@ -48,9 +54,9 @@ class _Worker:
     def _start(self) -> None:
         if self._stop_watching is not None or self._scope is None or self._loop is None:
             return
-        pid = self._session.worker_pid
+        pid = self._pid if self._pid is not None else self._session.worker_pid
         if pid is not None:
-            self._stop_watching = _on_exit(pid, self._exited)
+            self._stop_watching = self._exits.watch(pid, self._exited)
         else:  # not started yet: look again shortly, also for a program that makes no call
             self._loop.call_later(_WORKER_LOOKUP_SECS, self._start)
 
@@ -97,34 +103,72 @@ async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker
     raise AbortError(signal.reason)
 
 
-def _on_exit(pid: int | None, callback: Callable[[], None]) -> Callable[[], None]:
-    """Call ``callback`` on the event loop as soon as process ``pid`` exits; returns a stop function.
+class _Exits:
+    """The worker processes being watched, each by a pidfd kept registered with the loop until it exits.
 
-    Uses a pidfd (Linux 5.3+), which wakes the loop the moment the process ends and costs
-    nothing meanwhile; elsewhere nothing is watched and a dead worker is noticed by Monty.
+    Opening a pidfd and registering it with the loop for every run costs four system calls
+    per run; a worker lives for many runs, so its pidfd is kept. Each worker runs one
+    program at a time, so one run at a time watches it. :meth:`close` (the pool's stop)
+    drops them all. Off Linux (no pidfd) nothing is watched and Monty notices a dead
+    worker itself.
     """
-    if pid is None or not hasattr(os, "pidfd_open"):
-        return _nothing
-    loop = asyncio.get_running_loop()
-    try:
+
+    def __init__(self) -> None:
+        self._watched: dict[int, _Watched] = {}
+
+    def watch(self, pid: int, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` on the event loop as soon as process ``pid`` exits; returns a stop function."""
+        watched = self._watched.get(pid)
+        if watched is None:
+            if not hasattr(os, "pidfd_open"):
+                return _nothing
+            try:
+                watched = self._open(pid)
+            except ProcessLookupError:  # already gone
+                return asyncio.get_running_loop().call_soon(callback).cancel
+            except OSError:  # not ours to watch: Monty notices on its own
+                return _nothing
+        watched.callback = callback
+
+        def stop() -> None:
+            if watched.callback is callback:
+                watched.callback = None
+
+        return stop
+
+    def _open(self, pid: int) -> _Watched:
         fd = os.pidfd_open(pid)
-    except ProcessLookupError:  # already gone
-        handle = loop.call_soon(callback)
-        return handle.cancel
-    except OSError:  # not ours to watch: Monty notices on its own
-        return _nothing
+        watched = self._watched[pid] = _Watched(asyncio.get_running_loop(), fd)
+        watched.loop.add_reader(fd, self._exited, pid)
+        return watched
 
-    def exited() -> None:
-        loop.remove_reader(fd)
-        callback()
+    def _exited(self, pid: int) -> None:
+        watched = self._watched.pop(pid)
+        watched.close()
+        if watched.callback is not None:
+            watched.callback()
 
-    loop.add_reader(fd, exited)
+    def close(self) -> None:
+        """Stop watching every worker (their pool is stopping)."""
+        watched, self._watched = self._watched, {}
+        for one in watched.values():
+            one.close()
 
-    def stop() -> None:
-        loop.remove_reader(fd)
-        os.close(fd)
 
-    return stop
+class _Watched:
+    """One worker's pidfd and the run watching it now, if any."""
+
+    __slots__ = ("callback", "fd", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.callback: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
+        os.close(self.fd)
 
 
 def _nothing() -> None:
