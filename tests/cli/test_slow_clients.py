@@ -10,6 +10,7 @@ was dropped within its bound plus :data:`SLACK_S`.
 from __future__ import annotations
 
 import json
+import select
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -21,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.mcp import raw_http as raw
 from tests.support.apps.replicated_notes import DB_ENV
 from tests.support.paths import APPS
-from tests.support.wire import Response, Wire, wire
+from tests.support.wire import ANSWER_WITHIN_S, Response, Wire, answer_then_end, burst, wire
 
 from .replicas import TOKEN, Replica, replica
 
@@ -201,6 +202,43 @@ async def test_one_address_keeps_at_most_its_cap_of_idle_connections_and_another
     assert "close the idle ones or send on them, then retry" in refused_with_advice(over_cap, 429)
     [line] = warnings_naming(served, "(--max-idle-per-address)")  # the close at the stop is counted, not said
     assert "WARNING" in line
+
+
+async def test_each_of_a_burst_of_stalled_sockets_over_the_cap_reads_its_whole_429_then_an_orderly_end(
+    tmp_path: Path,
+) -> None:
+    cap, count = 4, 30
+    options = ["--max-idle-per-address", str(cap), "--header-timeout", "600"]
+    async with replica(tmp_path / "data", options=options) as served:
+        stalled = burst(served.port, count, b"POST /mcp HTTP/1.1\r\nhost: ")
+        try:
+            over_cap = [answer_then_end(sock) for sock in stalled[: count - cap]]
+        finally:
+            for sock in stalled:
+                sock.close()
+    assert [orderly for _, orderly in over_cap] == [True] * (count - cap)  # a reset can throw the answer away
+    for answer, _ in over_cap:
+        assert "close the idle ones or send on them, then retry" in refused_with_advice(answer, 429)
+
+
+async def test_a_client_still_sending_after_its_408_reads_the_whole_answer_then_an_orderly_end(tmp_path: Path) -> None:
+    async with replica(tmp_path / "data", options=short_bounds()) as served, wire(served.port) as connection:
+        whole = encoded(connection, "POST", "/mcp", raw.modern_headers(TOKEN), call_body())
+        head_ends = whole.index(b"\r\n\r\n")
+        late_head, late_body = stalled = burst(served.port, 1, whole[: head_ends // 2]) + burst(
+            served.port, 1, whole[: len(whole) - len(call_body()) // 2]
+        )
+        try:
+            for sock, rest in [(late_head, whole[head_ends // 2 :]), (late_body, whole[-(len(call_body()) // 2) :])]:
+                select.select([sock], [], [], ANSWER_WITHIN_S)  # the 408 has come, unread
+                # A client that sends its whole request before it reads (most do) is still sending when told.
+                sock.sendall(rest)
+            answers = [answer_then_end(sock) for sock in stalled]
+        finally:
+            for sock in stalled:
+                sock.close()
+    assert [orderly for _, orderly in answers] == [True, True]
+    assert [refused_with_advice(answer, 408).endswith(ADVICE) for answer, _ in answers] == [True, True]
 
 
 async def test_an_ordinary_client_with_keep_alive_is_served_under_small_bounds(tmp_path: Path) -> None:

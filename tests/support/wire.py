@@ -10,6 +10,7 @@ hanging it; nothing here waits on time to synchronise.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -113,6 +114,20 @@ class Wire:
             except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionResetError):
                 return True
 
+    async def ended_in_order(self) -> bool:
+        """Wait until the server ends the connection: True for an orderly end, False for a reset or more bytes.
+
+        A server that closes with bytes unread makes a reset, and a reset can throw away the answer
+        before the client reads it: what a client relies on is the orderly end.
+        """
+        with anyio.fail_after(ANSWER_WITHIN_S):
+            try:
+                return await self._stream.receive() == b""
+            except anyio.EndOfStream:
+                return True
+            except (anyio.BrokenResourceError, ConnectionResetError):
+                return False
+
     async def _next(self) -> Any:
         with anyio.fail_after(ANSWER_WITHIN_S):
             while (event := self._parser.next_event()) is h11.NEED_DATA:
@@ -125,6 +140,54 @@ class Wire:
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+def burst(port: int, count: int, data: bytes) -> list[socket.socket]:
+    """``count`` connections to ``127.0.0.1:port``, each sending ``data`` before the next is opened.
+
+    Plain blocking sockets, as fast as a client can open them: a server that closes some before
+    it has read them has bytes unread in them, which is how a close becomes a reset.
+    """
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sockets.append(socket.create_connection(("127.0.0.1", port), timeout=ANSWER_WITHIN_S))
+            sockets[-1].sendall(data)
+    except BaseException:
+        for opened in sockets:
+            opened.close()
+        raise
+    return sockets
+
+
+def answer_then_end(sock: socket.socket) -> tuple[Response, bool]:
+    """Read ``sock`` to its end: the one answer on it, and whether the end was orderly (not a reset)."""
+    parser = h11.Connection(h11.CLIENT)
+    chunks: list[bytes] = []
+    orderly = True
+    while True:
+        try:
+            data = sock.recv(65536)
+        except ConnectionResetError:
+            orderly = False
+            data = b""
+        chunks.append(data)
+        if not data:
+            break
+    parser.receive_data(b"".join(chunks))
+    parser.receive_data(b"")
+    response: Response | None = None
+    while not isinstance(event := parser.next_event(), (h11.EndOfMessage, h11.ConnectionClosed)):
+        if event is h11.NEED_DATA:
+            raise AssertionError(f"the connection ended before a whole answer ({b''.join(chunks)!r})")
+        if isinstance(event, h11.Response):
+            headers = {name.decode().lower(): value.decode() for name, value in event.headers}
+            response = Response(event.status_code, headers, b"")
+        elif isinstance(event, h11.Data) and response is not None:
+            response.body += bytes(event.data)
+    if response is None:
+        raise AssertionError("the connection ended with no answer")
+    return response, orderly
 
 
 @asynccontextmanager

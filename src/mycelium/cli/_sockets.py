@@ -18,6 +18,9 @@ the cap, and a fresh connection of the same address, which sends its request at 
 gets through. An address is the socket's peer, an IPv6 one by its /64 (see
 ``mycelium.mcp._clients``): behind a proxy every connection is the proxy's, and the cap must be
 at least the proxy's pool of idle connections.
+
+Every close lingers (``mycelium.cli._lingering``): the client reads the 408 or 429, then the end
+of the connection, never a reset that would have thrown the answer away.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ..mcp._bodies import DEFAULT_BODY_TIMEOUT_MS
 from ..mcp._clients import WarningBudget, address_key, once_a_minute, shown_address
 from ..mcp._http import error_body
 from ._console import logger
+from ._lingering import Lingering, unread_bytes
 
 __all__ = ["HEADER_TIMEOUT_SECONDS", "MAX_IDLE_PER_ADDRESS", "ClientLimits", "http_protocol"]
 
@@ -116,13 +120,19 @@ class _BoundedH11(H11Protocol):
         self._heard = False
         """Whether bytes of a request came since this connection began waiting."""
         self._address: str | None = None
+        self._lingering: Lingering | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # Every close of this connection, uvicorn's too, lingers, so the client reads the answer that ends it.
+        self._lingering = Lingering(transport, self.loop)
+        super().connection_made(self._lingering)  # type: ignore[arg-type]
         self._address = None if self.client is None else address_key(self.client[0])
         self._await_request()
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering is not None and self._lingering.lingering:
+            self._lingering.drop(data)
+            return
         waiting = self._deadline is not None
         self._heard = self._heard or (waiting and bool(data))
         super().data_received(data)
@@ -137,6 +147,8 @@ class _BoundedH11(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
+        if self._lingering is not None:
+            self._lingering.closed()
         super().connection_lost(exc)
 
     def _answers_none(self) -> bool:
@@ -188,7 +200,8 @@ class _BoundedH11(H11Protocol):
                 cap,
                 _held_back(held_back),
             )
-        if self._heard:
+        # Bytes the loop has not read yet are a request in transit as much as the ones it has.
+        if self._heard or unread_bytes(self.transport) > 0:
             told = (
                 f"this address keeps more than {cap} connections open without a request on them; "
                 "close the idle ones or send on them, then retry"

@@ -32,11 +32,9 @@ import contextvars
 import gc
 import logging
 import secrets
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -70,6 +68,7 @@ from ._elicitation import (
     input_required,
     paused_run,
 )
+from ._held import HeldConnections
 from ._http import (
     CONNECTION_ENDED,
     LOOPBACK_HOSTS,
@@ -85,7 +84,7 @@ from ._keys import SecretKeys
 from ._principals import Admitted, Authenticate, Principal, Refused, principal_key
 from ._provider import McpCatalogProvider, McpExecutionContext
 from ._results import answered, failure, tool_result
-from ._sdk import discard_transport, held_transport, quiet_closed_streams, revive_transport
+from ._sdk import held_transport, quiet_closed_streams
 
 __all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "PROTOCOL_VERSIONS", "McpServer", "create_mcp"]
 
@@ -103,25 +102,11 @@ _GONE = "mycelium.gone"
 _SDK_STREAM_KEYS = frozenset({"_GET_stream"})
 _MAX_HELD_IDS = 1_024
 _METHODS = frozenset({"POST", "GET", "DELETE"})
-_TOUCH_EVERY_S = 1.0
 _MAX_ECHOED_VERSION = 64  # a header is bounded by the HTTP server, but echoing it need not be
 _STATE_TTL_S = 600.0  # without suspensions nothing is paused, and a requestState never needs to live long
 
 # Over stdio there is no HTTP request to read the principal from: it is the server's configured one.
 _STDIO_PRINCIPAL: contextvars.ContextVar[Principal] = contextvars.ContextVar("mycelium_mcp_stdio_principal")
-
-
-@dataclass
-class _HeldConnection:
-    """A connection this process holds: whose it is, and what it is doing."""
-
-    principal: str
-    resumed: bool
-    """Resumed after this process lost it: no client capabilities were recorded."""
-    running: int = 0
-    touched: float = 0.0
-    requests: set[str] = field(default_factory=set)
-    """Ids (as the SDK keys them) not free for a new request: in flight, or abandoned by their client."""
 
 
 class McpServer:
@@ -211,14 +196,13 @@ class McpServer:
             max_request_body_size=self._max_request_bytes,
             max_sessions=None,
         )
-        self._connections: OrderedDict[str, _HeldConnection] = OrderedDict()  # least recently used first
+        self._connections = HeldConnections(catalog, self._manager, per_principal=self._per_principal)
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             await self._serve(scope, receive, send)
 
         # A plain coroutine function: servers such as uvicorn recognise it as an ASGI 3 app.
         self._app: ASGIApp = app
-        self._admitting = anyio.Lock()
         self._running = False
         self._closed = False
         self._draining = False
@@ -305,7 +289,7 @@ class McpServer:
         """Serve a request on an existing connection: held, resumed, or refused as unknown."""
         known = self._connections.get(session_id)
         if known is None or held_transport(self._manager, session_id) is None:
-            resumed = await self._resume(session_id, principal, scope)
+            resumed = await self._connections.resume(session_id, principal, scope)
             if resumed == "full":
                 await send_error(send, 503, "no connection can be freed now")
                 return
@@ -316,7 +300,7 @@ class McpServer:
         elif known.principal != principal_key(principal):
             await send_error(send, 404, "Session not found")  # as if it did not exist: ids are not probed
             return
-        await self._touch(session_id, known)
+        await self._connections.touch(session_id, known)
         if request_id is not None:
             # The SDK files answers by request id: a second request with an id still in flight
             # would take the other's answer and leave one of them unanswered. An id is free again
@@ -332,7 +316,7 @@ class McpServer:
         ended = scope["method"] == "DELETE" and held_transport(self._manager, session_id) is None
         # A client that keeps abandoning requests has its connection closed, not the table grown.
         if ended or len(known.requests) > _MAX_HELD_IDS:
-            await self._end(session_id)
+            await self._connections.end(session_id)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -382,7 +366,7 @@ class McpServer:
         """Close every open transport. The catalog's connection records are kept for its owner."""
         self._closed = True
         for session_id in list(self._connections):
-            await self._discard(session_id)
+            await self._connections.discard(session_id)
 
     def _opening(self, principal: Principal, send: Send) -> Send:
         """Wrap ``send`` for a request that opens a connection: record it before the client learns its id."""
@@ -395,101 +379,13 @@ class McpServer:
             if message["type"] == "http.response.start" and message["status"] < 400:
                 headers = dict(message.get("headers", []))
                 session_id = headers.get(_SESSION_HEADER.encode(), b"").decode()
-                if session_id and not await self._open(session_id, principal):
+                if session_id and not await self._connections.open(session_id, principal):
                     refused = True
                     await send_error(send, 503, "every connection of this server is running an execute")
                     return
             await send(message)
 
         return opening_send
-
-    async def _open(self, session_id: str, principal: Principal) -> bool:
-        async with self._admitting:
-            key = principal_key(principal)
-            if not await self._make_room(key, room_for=1):
-                await self._discard(session_id)
-                return False
-            evicted = await self._catalog.open(
-                session_id, principal, bound=self._catalog.max_connections, keep=list(self._connections)
-            )
-            if evicted is None:
-                await self._discard(session_id)
-                return False
-            for gone in evicted:
-                await self._discard(gone)
-            self._connections[session_id] = _HeldConnection(key, resumed=False)
-            return True
-
-    async def _make_room(self, opener: str, *, room_for: int, spare: str | None = None) -> bool:
-        """Evict held idle connections until ``room_for`` more fit; whether they do.
-
-        First the opener's own share: no principal holds more than its quota, so one that
-        keeps connections busy (or opens them one after another) cannot lock others out.
-        Then the bound, the opener's own least recently used idle connection first.
-        """
-        held_by_opener = [known for known, held in self._connections.items() if held.principal == opener]
-        while len([known for known in held_by_opener if known != spare]) + room_for > self._per_principal:
-            if not await self._evict(held_by_opener, spare):
-                return False
-            held_by_opener = [known for known in held_by_opener if known in self._connections]
-        while len(self._connections) + room_for > self._catalog.max_connections:
-            if not await self._evict([*held_by_opener, *self._connections], spare):  # both least recent first
-                return False
-        return True
-
-    async def _evict(self, candidates: list[str], spare: str | None) -> bool:
-        """Evict the first idle connection among ``candidates`` (in the order given); whether one was."""
-        connections = self._connections
-        victim = next(
-            (
-                known
-                for known in candidates
-                if known != spare and known in connections and not connections[known].running
-            ),
-            None,
-        )
-        if victim is None:
-            return False
-        await self._end(victim)
-        return True
-
-    async def _resume(
-        self, session_id: str, principal: Principal, scope: Scope
-    ) -> Literal["resumed", "unknown", "full"]:
-        """Take a connection this process does not hold back into memory, if the catalog says it is open."""
-        key = principal_key(principal)
-        async with self._admitting:
-            held = self._connections.get(session_id)
-            if held is not None and held_transport(self._manager, session_id) is not None:
-                return "resumed" if held.principal == key else "unknown"
-            if not await self._catalog.resume(session_id, principal):
-                return "unknown"
-            self._connections[session_id] = _HeldConnection(key, resumed=True)
-            if not await revive_transport(self._manager, session_id, scope):
-                self._connections.pop(session_id, None)
-                return "unknown"
-            # Room is made only for a connection that is really back: a failed revival evicts nobody.
-            if not await self._make_room(key, room_for=0, spare=session_id):
-                await self._discard(session_id)
-                return "full"
-            return "resumed"
-
-    async def _touch(self, session_id: str, connection: _HeldConnection) -> None:
-        self._connections.move_to_end(session_id)
-        now = anyio.current_time()
-        if now - connection.touched >= _TOUCH_EVERY_S:  # a durable store is written at most once a second
-            connection.touched = now
-            await self._catalog.touch(session_id)
-
-    async def _discard(self, session_id: str) -> None:
-        """Close the connection's transport in this process; the catalog keeps its record."""
-        self._connections.pop(session_id, None)
-        await discard_transport(self._manager, session_id)
-
-    async def _end(self, session_id: str) -> None:
-        """End the connection for good: its transport here and its record in the catalog."""
-        await self._discard(session_id)
-        await self._catalog.close(session_id)
 
     # -- MCP handlers ---------------------------------------------------------------------
 
