@@ -50,6 +50,7 @@ from ._messages import (
     CallDeferredMessage,
     CallFailedMessage,
     HostFailureMessage,
+    PausedCall,
     PendingCallMessage,
     RunMessage,
     SuspendedMessage,
@@ -191,12 +192,15 @@ async def _run_one(
             pending = {sid: _starter(link, sid) for sid in run.resume.pending}
             value = await sandbox.resume(request, state, pending, signal)
     except Suspended as suspended:
-        order = [(sid, link.deferred_ids[id(deferral)]) for sid, deferral in suspended.deferred.items()]
+        order = [
+            PausedCall(sandbox_id=sid, call_id=link.deferred_ids[id(deferral)])
+            for sid, deferral in suspended.deferred.items()
+        ]
         return SuspendedMessage(state=state_text(suspended.state), deferred=order)
     except Unrestorable as exc:
         return UnrestorableMessage(reason=clip(str(exc), MAX_FAILURE_TEXT_CHARS))
     except OperationFailed as exc:
-        return HostFailureMessage(reference=exc.reference)
+        return HostFailureMessage(module=exc.module, operation=exc.operation, path=exc.path, reference=exc.reference)
     except SandboxError as exc:
         known = exc.failure.code in SANDBOX_FAILURE_CODES
         return FailedMessage(failure=exc.failure if known else Unknown())  # type: ignore[arg-type]

@@ -105,19 +105,31 @@ class PendingCallMessage(_Message):
     pending_id: _Count
 
 
+class PausedCall(_Message):
+    """One call a run paused at: the sandbox's id for it, and the ``call_id`` the host knows it by."""
+
+    sandbox_id: _Count
+    call_id: _Count
+
+
 class SuspendedMessage(_Message):
-    """The run paused. ``deferred`` pairs the sandbox's id of each paused call with its ``call_id``,
-    in the order the program placed them."""
+    """The run paused at ``deferred``, in the order the program placed them."""
 
     type: Literal["suspended"] = "suspended"
     state: Annotated[str, Field(max_length=(MAX_STATE_BYTES * 4) // 3 + 4)]
-    deferred: Annotated[list[tuple[_Count, _Count]], Field(min_length=1)]
+    deferred: Annotated[list[PausedCall], Field(min_length=1)]
 
 
 class HostFailureMessage(_Message):
-    """The run ended with a host failure of one of its calls, unhandled: the host's own to raise."""
+    """The run ended with a host failure of one of its calls, unhandled: the host's own to raise.
+
+    All its fields, not only its reference: a resumed run's failure may come from before the
+    pause, which the paused state (not this host process) remembers."""
 
     type: Literal["host-failure"] = "host-failure"
+    module: _Text
+    operation: _Text
+    path: _Text
     reference: _Text
 
 

@@ -245,13 +245,14 @@ class _HostCalls:
         if isinstance(message, FailedMessage):
             raise SandboxError(reported_failure(message, calls_made=self.made))
         if isinstance(message, HostFailureMessage):
-            failure = self._failures.get(message.reference)
-            raise failure if failure is not None else SandboxError(BadResponse())
+            raise self._failures.get(message.reference) or OperationFailed(
+                module=message.module, operation=message.operation, path=message.path, reference=message.reference
+            )
         if isinstance(message, UnrestorableMessage):
             raise Unrestorable(message.reason)
         if isinstance(message, SuspendedMessage):
             state = state_bytes(message.state)
-            deferred = {sid: self._deferred.get(call_id) for sid, call_id in message.deferred}
+            deferred = {paused.sandbox_id: self._deferred.get(paused.call_id) for paused in message.deferred}
             if state is None or any(deferral is None for deferral in deferred.values()):
                 raise SandboxError(BadResponse())  # a pause at calls the host never deferred
             raise Suspended(state, {sid: d for sid, d in deferred.items() if d is not None})
