@@ -50,12 +50,13 @@ PUBLIC: dict[str, list[str]] = {
         "SandboxError", "SandboxRequest", "Suspended", "UNENFORCED_LIMIT_NOTICES", "UnenforcedLimit", "Unrestorable",
         "guest_input", "namespace_tree", "positional_name", "sandbox_operation_path", "sandbox_provider_operation_name",
     ],
+    "mycelium.sandbox.isolated": ["IsolatedSandbox"],
     "mycelium.sandbox.monty": ["MontySandbox", "WorkspaceResolver"],
     "mycelium.sandbox.wire": [
         "CallMessage", "CallResultMessage", "DoneMessage", "FailedMessage", "GuestError", "HostMessage", "LogMessage",
         "MAX_FAILURE_TEXT_CHARS", "MAX_NAME_CHARS", "MAX_SANDBOX_MESSAGE_BYTES", "MAX_WIRE_INT", "NamespaceInfo",
         "SANDBOX_FAILURE_CODES", "SandboxFailure", "SandboxMessage", "StartMessage", "decode_host_message",
-        "decode_sandbox_message", "encode_host_message", "encode_sandbox_message", "reported_failure",
+        "decode_sandbox_message", "decode_untrusted", "encode_host_message", "encode_sandbox_message", "reported_failure",
         "start_message",
     ],
     "mycelium.semantic": [
@@ -97,6 +98,7 @@ NAMESPACES = {
     "mycelium.cli",
     "mycelium.mcp",
     "mycelium.sandbox",
+    "mycelium.sandbox.isolated",
     "mycelium.sandbox.monty",
     "mycelium.suspensions",
     "mycelium.tracing",

@@ -145,6 +145,7 @@ async def test_values_operation_calls_and_syntax_errors_cross_as_in_process() ->
     for code in (
         "a = await notes.echo(value={'k': [1, 2.5, None, True]})\nreturn [a, 'ü']",
         "return 1 +",
+        "return await forage.search('echo', limit=1)",  # a host helper taking one positional value
         "x = await notes.echo(value=1)\nraise KeyError('gone')",
     ):
         in_process, isolated = await run_both(code)

@@ -130,11 +130,13 @@ async def _outcome(link: _Link, call_id: int, answer: concurrent.futures.Future[
     raise RuntimeError(message.error.message)
 
 
-def _proxy(link: _Link, alias: str, path: str) -> Callable[[JsonValue], Any]:
+def _proxy(link: _Link, alias: str, path: str, positional: str | None) -> Callable[[JsonValue], Any]:
     def call(value: JsonValue) -> Any:
         call_id, answer = link.call(lambda n: CallMessage(call_id=n, alias=alias, path=path, input=value))
         return _outcome(link, call_id, answer)
 
+    if positional is not None:
+        call.positional_name = positional  # type: ignore[attr-defined]  # read by positional_name()
     return call
 
 
@@ -169,7 +171,10 @@ async def _run_one(
         execution_id=start.execution_id,
         code=start.code,
         timeout_ms=start.timeout_ms,
-        bindings={ns.alias: {op: _proxy(link, ns.alias, op) for op in ns.operations} for ns in start.namespaces},
+        bindings={
+            ns.alias: {op: _proxy(link, ns.alias, op, run.positional.get(ns.alias, {}).get(op)) for op in ns.operations}
+            for ns in start.namespaces
+        },
         namespace_paths=paths,
         modules=modules,
         session_id=start.session_id,

@@ -65,6 +65,9 @@ class RunMessage(_Message):
     stubs: dict[str, str]
     workspace: str | None
     """The host directory to mount at ``/workspace`` for this run, if any."""
+    positional: dict[str, dict[str, str]]
+    """Transport alias -> operation -> the name its one positional argument stands for, for the
+    bindings that declare one (``forage.search("query")``; see ``positional_name``)."""
     resume: ResumeInfo | None = None
 
 

@@ -10,6 +10,7 @@ from typing import Self
 from ..._signals import AbortSignal
 from ..._values import JsonValue
 from .._contract import PendingCalls, Sandbox, SandboxRequest, UnenforcedLimit, Unrestorable
+from .._namespaces import positional_name
 from ..monty import MontySandbox, WorkspaceResolver
 from ..monty._language import MONTY_LANGUAGE
 from ..wire import start_message
@@ -133,6 +134,7 @@ class IsolatedSandbox(Sandbox):
             suspendable=request.suspendable,
             stubs=dict(request.stubs),
             workspace=os.fspath(directory) if directory is not None else None,
+            positional=_positional_names(request),
             resume=resume,
         )
         child = self._idle.pop() if self._idle else await self._start()
@@ -158,3 +160,14 @@ class IsolatedSandbox(Sandbox):
             return
         self._children.discard(child)
         await child.kill()
+
+
+def _positional_names(request: SandboxRequest) -> dict[str, dict[str, str]]:
+    """The bindings of ``request`` that take a positional value, and its name."""
+    named: dict[str, dict[str, str]] = {}
+    for alias, operations in request.bindings.items():
+        for path, callback in operations.items():
+            name = positional_name(callback)
+            if name is not None:
+                named.setdefault(alias, {})[path] = name
+    return named
