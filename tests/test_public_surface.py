@@ -56,8 +56,8 @@ PUBLIC: dict[str, list[str]] = {
         "CallMessage", "CallResultMessage", "DoneMessage", "FailedMessage", "GuestError", "HostMessage", "LogMessage",
         "MAX_FAILURE_TEXT_CHARS", "MAX_NAME_CHARS", "MAX_SANDBOX_MESSAGE_BYTES", "MAX_WIRE_INT", "NamespaceInfo",
         "SANDBOX_FAILURE_CODES", "SandboxFailure", "SandboxMessage", "StartMessage", "decode_host_message",
-        "decode_sandbox_message", "decode_untrusted", "encode_host_message", "encode_sandbox_message", "reported_failure",
-        "start_message",
+        "decode_sandbox_message", "decode_untrusted", "encode_host_message", "encode_sandbox_message",
+        "reported_failure", "start_message",
     ],
     "mycelium.semantic": [
         "DIMENSIONS", "MAX_QUERY_BYTES", "MAX_TEXT_BYTES", "SemanticIndex", "SemanticRanker", "WordLlamaIndex",
