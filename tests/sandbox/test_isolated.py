@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import signal as os_signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -62,15 +62,27 @@ async def run_both(code: str) -> tuple[ToolResult, ToolResult]:
 
 
 @contextmanager
-def hostile_child(script: str) -> Iterator[None]:
-    """Children started meanwhile run ``script`` (after reading the run's frame) instead of the child program."""
+def hostile_child(script: str) -> Iterator[list[int]]:
+    """The next child started runs ``script`` (after reading the run's frame) instead of the child
+    program; the later ones (its replacement) are real. Yields the hostile child's pid, once started."""
     reads_the_run = "import os,sys\nn=int.from_bytes(os.read(0,4),'big')\nwhile n: n-=len(os.read(0,n))\n"
     original = child_process._CHILD
     child_process._CHILD = [sys.executable, "-c", reads_the_run + script]
+    started = child_process._Child.start
+    hostile: list[int] = []
+
+    async def once(options: Mapping[str, object]) -> child_process._Child:
+        child = await started(options)
+        child_process._CHILD = original
+        hostile.append(child.pid)
+        return child
+
+    child_process._Child.start = once  # type: ignore[method-assign]
     try:
-        yield
+        yield hostile
     finally:
         child_process._CHILD = original
+        child_process._Child.start = started  # type: ignore[method-assign]
 
 
 def alive(pid: int) -> bool:
@@ -183,9 +195,10 @@ async def test_a_child_announcing_an_oversized_result_is_result_too_large_and_th
     async with leased(sandbox) as lease:
         announced = b'{"type":"done","value":"' + b"x" * 60
         flood = f"os.write(1, (100_000_000).to_bytes(4, 'big') + {announced!r})\nos.read(0, 1)"
-        with hostile_child(flood):
+        with hostile_child(flood) as hostile:
             refused = await lease.execute_tool.run("return 1", tool_call_id="call-1")
-        assert sandbox.children == ()  # the flooding child was killed, not kept
+        assert not alive(hostile[0])  # the flooding child was killed, not kept
+        assert hostile[0] not in sandbox.children
         after = await lease.execute_tool.run("return 'fresh'", tool_call_id="call-2")
     assert refused.failure == ResultTooLarge(size=100_000_000 - 24, limit=65_536)
     assert after.value == "fresh"
@@ -215,9 +228,10 @@ async def test_the_deadline_kills_a_child_whose_interpreter_is_held() -> None:
     sandbox = IsolatedSandbox()
     async with leased(sandbox, ExecutionOptions(timeout_ms=300)) as lease:
         # A child busy in pure Python never answers, as one stuck converting a guest's value.
-        with hostile_child("while True: pass"):
+        with hostile_child("while True: pass") as hostile:
             result = await lease.execute_tool.run("return 1", tool_call_id="call-1")
-        assert sandbox.children == ()
+        assert not alive(hostile[0])
+        assert hostile[0] not in sandbox.children
     async with leased(sandbox) as lease:  # a runtime closes its sandbox; the next one starts it again
         after = await lease.execute_tool.run("return 'next'", tool_call_id="call-2")
     assert result.failure == DeadlineExceeded(timeout_ms=300, acknowledged=True)

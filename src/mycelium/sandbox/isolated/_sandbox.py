@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Self
 
+import anyio
+
 from ..._signals import AbortSignal
 from ..._values import JsonValue
 from .._contract import PendingCalls, Sandbox, SandboxRequest, UnenforcedLimit, Unrestorable
@@ -155,11 +157,17 @@ class IsolatedSandbox(Sandbox):
             child.baseline_rss = rss
         grew = rss is not None and child.baseline_rss is not None and rss - child.baseline_rss > self._growth
         keep = child.reusable and child.runs < self._max_runs and not grew and len(self._idle) < self._max_idle
-        if keep and child in self._children:
+        current = child in self._children  # not a child of a pool closed meanwhile
+        if keep and current:
             self._idle.append(child)
             return
         self._children.discard(child)
         await child.kill()
+        if current and not self._idle:
+            # The run that cost a child starts its replacement, so that the next run (another
+            # client's, perhaps) finds one already importing instead of waiting for a start.
+            with anyio.CancelScope(shield=True):
+                self._idle.append(await self._start())
 
 
 def _positional_names(request: SandboxRequest) -> dict[str, dict[str, str]]:
