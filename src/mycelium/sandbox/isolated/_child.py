@@ -50,7 +50,7 @@ from ._messages import (
     CallDeferredMessage,
     CallFailedMessage,
     HostFailureMessage,
-    PausedCall,
+    PausedCallIds,
     PendingCallMessage,
     RunMessage,
     SuspendedMessage,
@@ -198,7 +198,7 @@ async def _run_one(
             value = await sandbox.resume(request, state, pending, signal)
     except Suspended as suspended:
         order = [
-            PausedCall(sandbox_id=sid, call_id=link.deferred_ids[id(deferral)])
+            PausedCallIds(sandbox_id=sid, call_id=link.deferred_ids[id(deferral)])
             for sid, deferral in suspended.deferred.items()
         ]
         return SuspendedMessage(state=state_text(suspended.state), deferred=order)

@@ -108,7 +108,7 @@ class PendingCallMessage(_Message):
     pending_id: _Count
 
 
-class PausedCall(_Message):
+class PausedCallIds(_Message):
     """One call a run paused at: the sandbox's id for it, and the ``call_id`` the host knows it by."""
 
     sandbox_id: _Count
@@ -120,7 +120,7 @@ class SuspendedMessage(_Message):
 
     type: Literal["suspended"] = "suspended"
     state: Annotated[str, Field(max_length=(MAX_STATE_BYTES * 4) // 3 + 4)]
-    deferred: Annotated[list[PausedCall], Field(min_length=1)]
+    deferred: Annotated[list[PausedCallIds], Field(min_length=1)]
 
 
 class HostFailureMessage(_Message):
