@@ -8,7 +8,9 @@ decoding, output encoding and result bounding.
     .venv/bin/python bench/sandbox.py [--runs N] [--seconds S]   # S: how long each throughput run lasts
 
 Prints, per scenario, the median and p99 latency of each side and the ratio
-Mycelium/bare, then throughput at concurrency 1, 4 and 16.
+Mycelium/bare, then throughput at concurrency 1, 4 and 16, then the cost of the process hop:
+each scenario through ``IsolatedSandbox`` (Monty in a child process) against ``MontySandbox``
+in process, and the milliseconds the hop adds.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pydantic_monty import AsyncMonty, ExternalModule
 from stats import executing, percentile
 
 from mycelium import ExecutionOptions, Module, Runtime, operation
+from mycelium.sandbox.isolated import IsolatedSandbox
 from mycelium.sandbox.monty import MontySandbox
 
 SCENARIOS = {
@@ -104,6 +107,19 @@ async def main(runs: int, seconds: float) -> None:
                 floor_rate = await throughput(bare(SCENARIOS["one operation call"]), concurrency, seconds)
                 our_rate = await throughput(executing(lease, SCENARIOS["one operation call"]), concurrency, seconds)
                 print(f"{concurrency:<12} {floor_rate:8.0f} {our_rate:8.0f} {our_rate / floor_rate:6.2f}")
+            isolated = Runtime(
+                modules=[demo], sandbox=IsolatedSandbox(), execution=ExecutionOptions(sandbox_capacity=16)
+            )
+            async with isolated, isolated.lease() as hopping:
+                print(f"\nthe process hop: IsolatedSandbox against MontySandbox, {runs} runs each (ms)")
+                print(f"{'scenario':<22} {'in p50':>9} {'child p50':>9} {'child p99':>9} {'added':>7}")
+                for name, code in SCENARIOS.items():
+                    inside, child = await measure(executing(lease, code), executing(hopping, code), runs)
+                    added = statistics.median(child) - statistics.median(inside)
+                    print(
+                        f"{name:<22} {statistics.median(inside):9.3f} {statistics.median(child):9.3f} "
+                        f"{percentile(child, 0.99):9.3f} {added:7.3f}"
+                    )
     await asyncio.sleep(0.05)  # let Monty's threads finish before the loop ends
 
 

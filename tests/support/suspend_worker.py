@@ -11,12 +11,14 @@ As a script it is a second process of the same host:
   ``ready``, waits for a line on stdin, then resumes ID, approved, and prints the outcome.
 
 STORE is JSON, as ``suspensions/store_worker.py`` reads it; an outcome is one JSON line
-(see :func:`outcome`).
+(see :func:`outcome`). The host's sandbox is :data:`SANDBOX_VARIABLE`'s (``monty``, the
+in-process adapter, unless it says ``isolated``): a worker process inherits it from its test.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
@@ -41,10 +43,14 @@ from mycelium import (
     operation,
 )
 from mycelium._operations import AccessLabel
+from mycelium.sandbox import Sandbox
+from mycelium.sandbox.isolated import IsolatedSandbox
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.suspensions import SuspensionStore
 from tests.support.store_worker import open_store
 
+SANDBOX_VARIABLE = "MYCELIUM_TEST_SANDBOX"
+"""The environment variable that names the sandbox the suspend tests' host runs."""
 KEY = b"the suspend tests' shared key"
 """Every process that resumes a suspension seals and checks it with the same key."""
 
@@ -140,12 +146,17 @@ def host(
     return Runtime(
         modules=[*([] if sources else [crm.module()]), *extra],
         sources=sources,
-        sandbox=MontySandbox(),
+        sandbox=chosen_sandbox(),
         access=access or Access(confirm=defer),
         session=session,
         execution=execution,
         suspensions=Suspensions(store=store, key=KEY, **limits),
     )
+
+
+def chosen_sandbox() -> Sandbox:
+    """The sandbox :data:`SANDBOX_VARIABLE` names for this test."""
+    return IsolatedSandbox() if os.environ.get(SANDBOX_VARIABLE) == "isolated" else MontySandbox()
 
 
 def outcome(result: ToolResult) -> dict[str, Any]:

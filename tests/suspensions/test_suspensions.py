@@ -71,7 +71,7 @@ from tests.support.paths import ROOT, worker
 from tests.support.probes import ProbeSandbox
 from tests.support.racing import race
 from tests.support.store_worker import open_store
-from tests.support.suspend_worker import KEY, Crm, host
+from tests.support.suspend_worker import KEY, SANDBOX_VARIABLE, Crm, host
 
 WORKER = worker("suspend_worker")
 
@@ -117,6 +117,15 @@ def crm(tmp_path: Path) -> Crm:
     return Crm(tmp_path / "crm.sqlite")
 
 
+@pytest.fixture(params=["monty", "isolated"])
+def sandbox_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each sandbox that can pause: the in-process adapter and the one in child processes
+    (``host`` reads the choice, and so do worker processes, which inherit it)."""
+    monkeypatch.setenv(SANDBOX_VARIABLE, request.param)
+    return str(request.param)
+
+
+EVERY_SANDBOX = pytest.mark.usefixtures("sandbox_kind")
 EVERY_STORE = pytest.mark.parametrize("place", ["memory", "sqlite", "postgres"], indirect=True)
 SHARED_STORES = pytest.mark.parametrize("place", ["sqlite", "postgres"], indirect=True)
 
@@ -190,6 +199,7 @@ def later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
 # -- suspend, resume: each write exactly once -------------------------------------------------
 
 
+@EVERY_SANDBOX
 @EVERY_STORE
 async def test_a_resumed_run_makes_each_write_exactly_once_and_continues_its_ordinals(
     crm: Crm, store: SuspensionStore
@@ -217,6 +227,7 @@ async def test_a_resumed_run_makes_each_write_exactly_once_and_continues_its_ord
         assert await runtime.suspension(suspension.id) is None
 
 
+@EVERY_SANDBOX
 @SHARED_STORES
 async def test_a_run_suspended_in_one_process_resumes_in_another_after_the_first_exited(
     crm: Crm, place: dict[str, str]
@@ -242,6 +253,7 @@ async def test_a_run_suspended_in_one_process_resumes_in_another_after_the_first
 # -- calls in flight, calls deferred together -------------------------------------------------
 
 
+@EVERY_SANDBOX
 @pytest.mark.parametrize("placed_first", ["in-flight call", "deferred call"])
 async def test_calls_in_flight_settle_before_the_pause_and_reach_the_program_after_resume(
     crm: Crm, store: SuspensionStore, placed_first: str
@@ -283,6 +295,7 @@ return [first, second]
     assert [entry[:2] for entry in crm.journal()] == [("create", "one"), ("delete", "1")]
 
 
+@EVERY_SANDBOX
 async def test_a_call_placed_after_the_deferral_waits_for_the_decision(crm: Crm, store: SuspensionStore) -> None:
     code = """
 pending = crm.delete(id=1)
@@ -303,6 +316,7 @@ return [made, after, await pending]
     assert sorted(entry[:3] for entry in crm.journal()) == [("create", "x", 1), ("create", "y", 2), ("delete", "1", 0)]
 
 
+@EVERY_SANDBOX
 async def test_a_host_failure_that_settled_during_the_pause_is_reported_as_one_after_resume(
     crm: Crm, store: SuspensionStore
 ) -> None:
@@ -321,6 +335,7 @@ async def test_a_host_failure_that_settled_during_the_pause_is_reported_as_one_a
     assert isinstance(resumed.failure, CapabilityFailed), resumed.text
 
 
+@EVERY_SANDBOX
 async def test_calls_deferred_together_pause_at_the_first_and_ask_again_for_the_others(
     crm: Crm, store: SuspensionStore
 ) -> None:
@@ -360,6 +375,7 @@ return await asyncio.gather(crm.delete(id=a["id"]), crm.delete(id=b["id"]))
     assert [entry[:3] for entry in crm.journal()] == [("create", "one", 0), ("create", "two", 1), ("delete", "1", 2)]
 
 
+@EVERY_SANDBOX
 async def test_a_call_deferred_beside_the_decided_one_is_asked_again_and_may_be_approved_then(
     crm: Crm, store: SuspensionStore
 ) -> None:
@@ -391,6 +407,7 @@ return deleted
 """
 
 
+@EVERY_SANDBOX
 async def test_a_declined_call_is_refused_and_the_program_handles_the_refusal(crm: Crm, store: SuspensionStore) -> None:
     async with host(crm, store) as runtime:
         suspension = await suspend(runtime, HANDLES_REFUSAL)

@@ -4,8 +4,10 @@ A first app is often just a :class:`~mycelium.Module` (``mycelium check todo.py:
 :class:`~mycelium.Runtime` its author already runs. The command line serves either as a catalog
 whose one principal is the local owner (:data:`LOCAL_PRINCIPAL`), granted ``write`` on every
 module: whoever runs ``mycelium`` owns the code it loads. Every other principal is granted
-nothing. A runtime lends its modules, sandbox, execution options and semantic ranker; its
-``access`` does not apply (the command decides who is asked, as for any catalog).
+nothing. Modules run on an :class:`~mycelium.sandbox.isolated.IsolatedSandbox`, so that no
+guest value is converted in the serving process. A runtime lends its modules, sandbox,
+execution options and semantic ranker; its ``access`` does not apply (the command decides
+who is asked, as for any catalog).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from .._modules import Module
 from .._runtime import Runtime
 from ..mcp import Load, McpAuthority, McpCatalog, Member, Principal, create_mcp_catalog
-from ..sandbox.monty import MontySandbox
+from ..sandbox.isolated import IsolatedSandbox
 
 __all__ = ["LOCAL_PRINCIPAL", "owned_catalog"]
 
@@ -35,7 +37,7 @@ def owned_catalog(value: object, where: str) -> McpCatalog | None:
         if not all(isinstance(item, Module) for item in value):
             return None
         modules = list(value)
-        return create_mcp_catalog(load=_owner_load(modules), sandbox=MontySandbox())
+        return create_mcp_catalog(load=_owner_load(modules), sandbox=IsolatedSandbox())
     if not isinstance(value, Runtime):
         return None
     if value.sources:

@@ -56,7 +56,7 @@ from .._discovery import SemanticRanker
 from .._sources import CapabilitySource
 from .._values import DuplicateKey, unique_keys
 from ..sandbox import Sandbox
-from ..sandbox.monty import MontySandbox
+from ..sandbox.isolated import IsolatedSandbox
 from ._catalog import McpCatalog, create_mcp_catalog
 from ._principals import Principal
 from ._provider import McpAuthority
@@ -394,7 +394,7 @@ def create_config_catalog(
 
     Every principal the catalog is asked about gets write grants on every server: this is
     the catalog ``mycelium serve --config`` serves to its one token holder, the config's
-    owner. ``sandbox`` defaults to a :class:`~mycelium.sandbox.monty.MontySandbox`;
+    owner. ``sandbox`` defaults to an :class:`~mycelium.sandbox.isolated.IsolatedSandbox`;
     ``semantic`` adds ranking by meaning to search; ``connect_timeout_ms`` bounds connecting to
     each server whose entry sets no ``connectTimeoutMs``.
     """
@@ -407,4 +407,6 @@ def create_config_catalog(
     def load(principal: Principal) -> McpAuthority:
         return authority
 
-    return create_mcp_catalog(load=load, sandbox=sandbox if sandbox is not None else MontySandbox(), semantic=semantic)
+    return create_mcp_catalog(
+        load=load, sandbox=sandbox if sandbox is not None else IsolatedSandbox(), semantic=semantic
+    )

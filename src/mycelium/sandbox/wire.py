@@ -34,7 +34,7 @@ any call: :func:`reported_failure` turns a later one into ``bad-response``.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -82,11 +82,14 @@ __all__ = [
     "StartMessage",
     "decode_host_message",
     "decode_sandbox_message",
+    "decode_untrusted",
     "encode_host_message",
     "encode_sandbox_message",
     "reported_failure",
     "start_message",
 ]
+
+_T = TypeVar("_T")
 
 MAX_SANDBOX_MESSAGE_BYTES = 1_048_576
 """The default bound on one encoded sandbox message (1 MiB), checked before parsing."""
@@ -366,6 +369,13 @@ def decode_sandbox_message(
     never raises for what the sandbox sent; only a ``max_bytes`` that is not a positive
     int raises ``ValueError``.
     """
+    return decode_untrusted(_SANDBOX_MESSAGE, data, max_bytes=max_bytes)
+
+
+def decode_untrusted(adapter: TypeAdapter[_T], data: bytes | str, *, max_bytes: int) -> _T | BadResponse:
+    """``data`` validated by ``adapter``, or :class:`BadResponse`, under the rules of
+    :func:`decode_sandbox_message` (for a transport with envelopes of its own); never raises
+    for what was sent, only for a ``max_bytes`` that is not a positive int."""
     if type(max_bytes) is not int or max_bytes < 1:
         raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
     try:
@@ -375,7 +385,7 @@ def decode_sandbox_message(
         decoded = _load_json(text)
         if ("\\ud" in text or "\\uD" in text) and not _unicode(decoded):
             return BadResponse()  # an escaped lone surrogate: not text any UTF-8 reader can take on
-        return _SANDBOX_MESSAGE.validate_python(decoded)
+        return adapter.validate_python(decoded)
     except (ValueError, RecursionError):
         # ValueError covers JSON syntax, undecodable UTF-8, over-long integers, NaN,
         # duplicate keys and pydantic's ValidationError; RecursionError is deep nesting.

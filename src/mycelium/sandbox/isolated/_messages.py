@@ -1,0 +1,187 @@
+"""The envelopes the host and its sandbox child exchange, beyond :mod:`mycelium.sandbox.wire`'s.
+
+The child runs a whole :class:`~mycelium.sandbox.SandboxRequest`, not only a wire start: it
+also needs the request's limits, its stubs, whether it may pause, and for a resume the
+paused state and which calls to start again. A call the host defers comes back as
+:class:`CallDeferredMessage`; a paused run goes out as :class:`SuspendedMessage`, with the
+state as base64 (bounded: :data:`MAX_STATE_BYTES`).
+
+Everything the child sends is decoded by :func:`decode_child_message`, which never raises.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ...failures import BadResponse
+from ..wire import (
+    MAX_FAILURE_TEXT_CHARS,
+    MAX_NAME_CHARS,
+    MAX_WIRE_INT,
+    CallMessage,
+    CallResultMessage,
+    DoneMessage,
+    FailedMessage,
+    LogMessage,
+    StartMessage,
+    decode_untrusted,
+)
+
+MAX_STATE_BYTES = 64 * 1024 * 1024
+"""The largest paused-run state a child may send (a paused heap), before base64."""
+
+_Count = Annotated[int, Field(ge=0, le=MAX_WIRE_INT)]
+_Text = Annotated[str, Field(max_length=MAX_FAILURE_TEXT_CHARS)]
+_Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+# --- host -> child ----------------------------------------------------------------------
+
+
+class ResumeInfo(_Message):
+    """What a resumed run starts from: the paused state and the sandbox's ids of its paused calls."""
+
+    state: str
+    """The state :class:`SuspendedMessage` carried, base64."""
+    pending: list[_Count]
+
+
+class RunMessage(_Message):
+    """Run one request (or resume one): the wire start, plus what the child's adapter needs."""
+
+    type: Literal["run"] = "run"
+    start: StartMessage
+    max_input_bytes: _Count | None
+    max_result_bytes: _Count | None
+    suspendable: bool
+    stubs: dict[str, str]
+    workspace: str | None
+    """The host directory to mount at ``/workspace`` for this run, if any."""
+    positional: dict[str, dict[str, str]]
+    """Transport alias -> operation -> the name its one positional argument stands for, for the
+    bindings that declare one (``forage.search("query")``; see ``positional_name``)."""
+    resume: ResumeInfo | None = None
+
+
+class CallDeferredMessage(_Message):
+    """The host's binding deferred the call to a person: the run may pause at it."""
+
+    type: Literal["call-deferred"] = "call-deferred"
+    call_id: _Count
+    path: _Name
+    ordinal: _Count | None
+    handed_off: bool
+
+
+class CallFailedMessage(_Message):
+    """The call failed on the host: the child raises the same host failure, so that one the
+    program leaves unhandled ends the run as the host's own failure."""
+
+    type: Literal["call-failed"] = "call-failed"
+    call_id: _Count
+    module: _Text
+    operation: _Text
+    path: _Text
+    reference: _Text
+
+
+HostToChild: TypeAlias = RunMessage | CallResultMessage | CallDeferredMessage | CallFailedMessage
+_HOST_TO_CHILD: TypeAdapter[HostToChild] = TypeAdapter(Annotated[HostToChild, Field(discriminator="type")])
+
+
+# --- child -> host ----------------------------------------------------------------------
+
+
+class PendingCallMessage(_Message):
+    """A resumed run starts one of the calls it paused at (``pending_id``: the sandbox's id for it)."""
+
+    type: Literal["pending-call"] = "pending-call"
+    call_id: _Count
+    pending_id: _Count
+
+
+class PausedCallIds(_Message):
+    """One call a run paused at: the sandbox's id for it, and the ``call_id`` the host knows it by."""
+
+    sandbox_id: _Count
+    call_id: _Count
+
+
+class SuspendedMessage(_Message):
+    """The run paused at ``deferred``, in the order the program placed them."""
+
+    type: Literal["suspended"] = "suspended"
+    state: Annotated[str, Field(max_length=(MAX_STATE_BYTES * 4) // 3 + 4)]
+    deferred: Annotated[list[PausedCallIds], Field(min_length=1)]
+
+
+class HostFailureMessage(_Message):
+    """The run ended with a host failure of one of its calls, unhandled: the host's own to raise.
+
+    All its fields, not only its reference: a resumed run's failure may come from before the
+    pause, which the paused state (not this host process) remembers."""
+
+    type: Literal["host-failure"] = "host-failure"
+    module: _Text
+    operation: _Text
+    path: _Text
+    reference: _Text
+
+
+class UnrestorableMessage(_Message):
+    """The state a resume gave cannot be restored; nothing ran."""
+
+    type: Literal["unrestorable"] = "unrestorable"
+    reason: _Text
+
+
+ChildMessage: TypeAlias = (
+    CallMessage
+    | PendingCallMessage
+    | LogMessage
+    | DoneMessage
+    | FailedMessage
+    | SuspendedMessage
+    | HostFailureMessage
+    | UnrestorableMessage
+)
+_CHILD_MESSAGE: TypeAdapter[ChildMessage] = TypeAdapter(Annotated[ChildMessage, Field(discriminator="type")])
+
+
+def decode_child_message(data: bytes, *, max_bytes: int) -> ChildMessage | BadResponse:
+    """One message from the child, or :class:`BadResponse` for anything else; never raises."""
+    return decode_untrusted(_CHILD_MESSAGE, data, max_bytes=max_bytes)
+
+
+def decode_host_to_child(data: bytes) -> HostToChild:
+    """One message from the host (for the child). Raises ``ValueError`` if malformed: the host is ours."""
+    decoded = decode_untrusted(_HOST_TO_CHILD, data, max_bytes=max(len(data), 1))
+    if isinstance(decoded, BadResponse):
+        raise ValueError("malformed host message")
+    return decoded
+
+
+def encode_message(message: BaseModel) -> bytes:
+    """``message`` as compact UTF-8 JSON, its ``type`` first (the host reads a frame's type before its body)."""
+    return message.model_dump_json().encode("utf-8")
+
+
+def state_text(state: bytes) -> str:
+    """A paused state as the envelopes carry it."""
+    return base64.b64encode(state).decode("ascii")
+
+
+def state_bytes(text: str) -> bytes | None:
+    """The state ``text`` carries, or ``None`` when it is not base64."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None

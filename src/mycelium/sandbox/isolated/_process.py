@@ -1,0 +1,267 @@
+"""One sandbox child process, seen from the host: started, given one run at a time, and killed.
+
+Everything the child sends is untrusted: a frame over its bound is refused unread, a
+malformed message is ``bad-response``, a child that ends mid-run is ``transport-lost``, and
+one that outlives the run's deadline plus a grace is killed. After any of these the child is
+not :attr:`~_Child.reusable`: its stream may be out of step, so it is killed, never reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal as signals
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+from anyio.abc import Process, TaskGroup
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ..._access import DecisionDeferred, HandedOff
+from ..._exceptions import InvalidInput, OperationFailed, ToolError
+from ..._signals import AbortError, AbortSignal
+from ..._values import JsonValue
+from ...failures import BadResponse, DeadlineExceeded, ResultTooLarge, SandboxError, TransportLost
+from .._contract import PendingCalls, SandboxRequest, Suspended, Unrestorable
+from ..wire import (
+    CallMessage,
+    CallResultMessage,
+    DoneMessage,
+    FailedMessage,
+    GuestError,
+    LogMessage,
+    reported_failure,
+)
+from ._frames import FrameTooLarge, frame, receive_frame
+from ._messages import (
+    MAX_STATE_BYTES,
+    CallDeferredMessage,
+    CallFailedMessage,
+    HostFailureMessage,
+    PendingCallMessage,
+    RunMessage,
+    SuspendedMessage,
+    UnrestorableMessage,
+    decode_child_message,
+    encode_message,
+    state_bytes,
+)
+
+_CHILD = [sys.executable, "-m", "mycelium.sandbox.isolated._child"]
+# The most a value may encode to when a request sets no limit of its own.
+_DEFAULT_VALUE_BOUND = 16 * 1024 * 1024
+# Room for an envelope around a value at its limit (and a JSON string's escapes of a printed line).
+_ENVELOPE_SLACK = 64 * 1024
+_DONE_ENVELOPE = len(b'{"type":"done","value":}')
+# Past the run's own deadline, the child has this long to answer before it is killed.
+_DEADLINE_GRACE_SECS = 1.0
+
+
+class _Child:
+    """A child process running a Monty sandbox, and the conversation of the run it is given."""
+
+    def __init__(self, process: Process) -> None:
+        self._process = process
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self._stdin = process.stdin
+        self._frames = BufferedByteReceiveStream(process.stdout)
+        self._writing = anyio.Lock()
+        self.runs = 0
+        self.reusable = True
+        self.baseline_rss: int | None = None
+
+    @classmethod
+    async def start(cls, options: Mapping[str, object]) -> _Child:
+        """Start a child with the adapter's ``options``; its process group holds its Monty workers too."""
+        process = await anyio.open_process([*_CHILD, json.dumps(dict(options))], stderr=None, start_new_session=True)
+        return cls(process)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def rss(self) -> int | None:
+        """The child's resident memory in bytes, where the platform says (Linux)."""
+        try:
+            with open(f"/proc/{self._process.pid}/statm", "rb") as statm:
+                return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    async def kill(self) -> None:
+        """Kill the child and its Monty workers, and wait for it."""
+        self.reusable = False
+        if self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signals.SIGKILL)
+        with anyio.CancelScope(shield=True):
+            await self._process.wait()
+            await self._process.aclose()
+
+    async def run(
+        self, request: SandboxRequest, message: RunMessage, pending: PendingCalls | None, signal: AbortSignal
+    ) -> JsonValue:
+        """Have the child run ``message`` for ``request``, answering its calls; its outcome, or its failure."""
+        self.runs += 1
+        self.reusable = False  # until the run ends with a message read whole
+        with anyio.move_on_after(request.timeout_ms / 1000 + _DEADLINE_GRACE_SECS) as scope:
+            remove = signal.add_listener(lambda _reason: scope.cancel())
+            try:
+                return await self._supervised(request, message, pending)
+            finally:
+                remove()
+        if signal.aborted:
+            raise AbortError(signal.reason)
+        raise SandboxError(DeadlineExceeded(timeout_ms=request.timeout_ms, acknowledged=True))
+
+    async def _supervised(
+        self, request: SandboxRequest, message: RunMessage, pending: PendingCalls | None
+    ) -> JsonValue:
+        ended: Exception | None = None
+        value: JsonValue = None
+        async with anyio.create_task_group() as calls:
+            try:
+                value = await self._converse(request, message, _HostCalls(request, pending, calls, self._send))
+            except Exception as exc:  # raised outside the task group, so it is not wrapped in a group
+                ended = exc
+            calls.cancel_scope.cancel()  # the run is over: calls still running stop
+        if ended is not None:
+            raise ended
+        return value
+
+    async def _converse(self, request: SandboxRequest, message: RunMessage, host: _HostCalls) -> JsonValue:
+        await self._send(encode_message(message))
+        value_bound = max(request.max_result_bytes or 0, request.max_input_bytes or 0) or _DEFAULT_VALUE_BOUND
+        default_bound = value_bound + _ENVELOPE_SLACK
+        bounds = {"suspended": (MAX_STATE_BYTES * 4) // 3 + _ENVELOPE_SLACK}
+        while True:
+            try:
+                data = await receive_frame(self._frames, bounds, default_bound)
+            except FrameTooLarge as exc:
+                limit = request.max_result_bytes
+                if exc.kind == "done" and limit is not None:
+                    raise SandboxError(ResultTooLarge(size=exc.size - _DONE_ENVELOPE, limit=limit)) from None
+                raise SandboxError(BadResponse()) from None
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                raise SandboxError(TransportLost()) from None
+            received = decode_child_message(data, max_bytes=max(len(data), 1))
+            if isinstance(received, BadResponse):
+                raise SandboxError(received)
+            if isinstance(received, LogMessage):
+                if request.on_log is not None:
+                    request.on_log(received.text)
+                continue
+            if isinstance(received, CallMessage | PendingCallMessage):
+                host.place(received)
+                continue
+            self.reusable = True  # the run ended with a whole message: the stream is in step
+            return host.ended(received)
+
+    async def _send(self, payload: bytes) -> None:
+        # Shielded: a frame cut short by a cancellation would put the stream out of step.
+        with anyio.CancelScope(shield=True):
+            async with self._writing:
+                try:
+                    await self._stdin.send(frame(payload))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    raise SandboxError(TransportLost()) from None
+
+
+class _HostCalls:
+    """The host side of one run in a child: its calls, each run by the request's bindings in a task of the run's."""
+
+    def __init__(
+        self,
+        request: SandboxRequest,
+        pending: PendingCalls | None,
+        calls: TaskGroup,
+        send: Callable[[bytes], Awaitable[None]],
+    ) -> None:
+        self._request = request
+        self._pending = pending or {}
+        self._calls = calls
+        self._send = send
+        self.made = 0
+        self._deferred: dict[int, DecisionDeferred] = {}
+        self._failures: dict[str, OperationFailed] = {}
+
+    def place(self, message: CallMessage | PendingCallMessage) -> None:
+        """Place the call now (its ordinal is taken in the order the program made its calls) and answer it later."""
+        self.made += 1
+        try:
+            if isinstance(message, CallMessage):
+                binding = self._request.bindings.get(message.alias, {}).get(message.path)
+                if binding is None:
+                    raise SandboxError(BadResponse())  # the child names an operation it was never given
+                pending: Awaitable[JsonValue] = binding(message.input)
+            else:
+                starter = self._pending.get(message.pending_id)
+                if starter is None:
+                    raise SandboxError(BadResponse())
+                pending = starter()
+        except SandboxError:
+            raise
+        except Exception as exc:  # refused as it was placed
+            self._calls.start_soon(self._answer, message.call_id, _raising(exc))
+            return
+        self._calls.start_soon(self._answer, message.call_id, pending)
+
+    async def _answer(self, call_id: int, pending: Awaitable[JsonValue]) -> None:
+        answer: Any
+        try:
+            value = await pending
+        except DecisionDeferred as exc:
+            self._deferred[call_id] = exc
+            request = exc.request
+            answer = CallDeferredMessage(
+                call_id=call_id,
+                path=request.path,
+                ordinal=request.operation_ordinal,
+                handed_off=isinstance(exc, HandedOff),
+            )
+        except OperationFailed as exc:
+            self._failures[exc.reference] = exc
+            answer = CallFailedMessage(
+                call_id=call_id, module=exc.module, operation=exc.operation, path=exc.path, reference=exc.reference
+            )
+        except InvalidInput as exc:
+            answer = _failed(call_id, "ValueError", str(exc))
+        except ToolError as exc:
+            answer = _failed(call_id, "RuntimeError", str(exc))
+        except Exception:  # a binding breaking its contract: nothing of the host's detail reaches the guest
+            answer = _failed(call_id, "RuntimeError", "the operation call failed on the host")
+        else:
+            answer = CallResultMessage(call_id=call_id, ok=True, value=value)
+        await self._send(encode_message(answer))
+
+    def ended(self, message: object) -> JsonValue:
+        """The run's outcome from the message that ended it: its value, or what to raise."""
+        if isinstance(message, DoneMessage):
+            return message.value
+        if isinstance(message, FailedMessage):
+            raise SandboxError(reported_failure(message, calls_made=self.made))
+        if isinstance(message, HostFailureMessage):
+            raise self._failures.get(message.reference) or OperationFailed(
+                module=message.module, operation=message.operation, path=message.path, reference=message.reference
+            )
+        if isinstance(message, UnrestorableMessage):
+            raise Unrestorable(message.reason)
+        if isinstance(message, SuspendedMessage):
+            state = state_bytes(message.state)
+            deferred = {paused.sandbox_id: self._deferred.get(paused.call_id) for paused in message.deferred}
+            if state is None or any(deferral is None for deferral in deferred.values()):
+                raise SandboxError(BadResponse())  # a pause at calls the host never deferred
+            raise Suspended(state, {sid: d for sid, d in deferred.items() if d is not None})
+        raise SandboxError(BadResponse())
+
+
+def _failed(call_id: int, type_name: str, message: str) -> CallResultMessage:
+    return CallResultMessage(call_id=call_id, ok=False, error=GuestError(type_name=type_name, message=message))
+
+
+async def _raising(exc: Exception) -> JsonValue:
+    raise exc
