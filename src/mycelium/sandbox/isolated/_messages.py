@@ -15,32 +15,27 @@ import base64
 import binascii
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 from ...failures import BadResponse
+
+# The child's messages extend the wire's vocabulary: the same bounded field types and envelope base.
 from ..wire import (
-    MAX_FAILURE_TEXT_CHARS,
-    MAX_NAME_CHARS,
-    MAX_WIRE_INT,
     CallMessage,
     CallResultMessage,
     DoneMessage,
     FailedMessage,
     LogMessage,
     StartMessage,
+    _Count,
+    _Name,
+    _Text,
     decode_untrusted,
 )
+from ..wire import _Envelope as _Message
 
 MAX_STATE_BYTES = 64 * 1024 * 1024
 """The largest paused-run state a child may send (a paused heap), before base64."""
-
-_Count = Annotated[int, Field(ge=0, le=MAX_WIRE_INT)]
-_Text = Annotated[str, Field(max_length=MAX_FAILURE_TEXT_CHARS)]
-_Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
-
-
-class _Message(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
 # --- host -> child ----------------------------------------------------------------------
