@@ -224,6 +224,19 @@ async def test_a_child_killed_mid_run_is_transport_lost_and_the_next_run_works()
     assert after.value == "alive"
 
 
+async def test_a_run_that_ends_with_calls_still_waiting_leaves_its_child_able_to_run_the_next() -> None:
+    sandbox = IsolatedSandbox()
+    async with leased(sandbox, ExecutionOptions(timeout_ms=10_000)) as lease:
+        # Past the in-flight cap the run ends at once; the host still answers calls it had placed.
+        flood = "import asyncio\nreturn await asyncio.gather(*[notes.echo(value=i) for i in range(3000)])"
+        flooded = await lease.execute_tool.run(flood, tool_call_id="call-1")
+        (child,) = sandbox.children
+        after = await lease.execute_tool.run("return 'next'", tool_call_id="call-2")
+        assert sandbox.children == (child,)  # the same child ran it: nothing had to replace it
+    assert isinstance(flooded.failure, GuestException)
+    assert after.value == "next"
+
+
 async def test_the_deadline_kills_a_child_whose_interpreter_is_held() -> None:
     sandbox = IsolatedSandbox()
     async with leased(sandbox, ExecutionOptions(timeout_ms=300)) as lease:

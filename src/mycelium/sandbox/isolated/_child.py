@@ -95,7 +95,9 @@ class _Link:
     def answer(self, message: _Answer) -> None:
         with self._lock:
             waiting = self._waiting.pop(message.call_id, None)
-        if waiting is not None:
+        # A run that ended cancels the calls it left waiting, and the host may answer them
+        # still: claiming the future first drops those answers, where set_result would raise.
+        if waiting is not None and waiting.set_running_or_notify_cancel():
             waiting.set_result(message)
 
 
@@ -226,12 +228,17 @@ async def _serve(options: dict[str, Any], out: int) -> None:
     link = _Link(out)
 
     def read() -> None:
-        while (data := read_frame_blocking(0)) is not None:
-            message = decode_host_to_child(data)
-            if isinstance(message, RunMessage):
-                loop.call_soon_threadsafe(runs.put_nowait, message)
-            else:
-                link.answer(message)
+        try:
+            while (data := read_frame_blocking(0)) is not None:
+                message = decode_host_to_child(data)
+                if isinstance(message, RunMessage):
+                    loop.call_soon_threadsafe(runs.put_nowait, message)
+                else:
+                    link.answer(message)
+        except BaseException:
+            # A child that can no longer hear its host must not wait for it: ending now makes
+            # the run transport-lost at once rather than at its deadline.
+            os._exit(70)
         loop.call_soon_threadsafe(runs.put_nowait, None)
 
     threading.Thread(target=read, name="mycelium-host-frames", daemon=True).start()

@@ -236,7 +236,10 @@ class _HostCalls:
             answer = _failed(call_id, "RuntimeError", "the operation call failed on the host")
         else:
             answer = CallResultMessage(call_id=call_id, ok=True, value=value)
-        await self._send(encode_message(answer))
+        # A child gone before its answer is the conversation's to report (its stream ends), once:
+        # raised here too, it would come out beside that as a group of failures.
+        with contextlib.suppress(SandboxError):
+            await self._send(encode_message(answer))
 
     def ended(self, message: object) -> JsonValue:
         """The run's outcome from the message that ended it: its value, or what to raise."""
