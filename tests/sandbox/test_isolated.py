@@ -106,6 +106,10 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def environment_of(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/environ").read_bytes()
+
+
 async def until_exited(pids: list[int]) -> None:
     """Return once every process of ``pids`` has exited (woken by the kernel, not by polling)."""
     with anyio.fail_after(10):
@@ -265,6 +269,22 @@ async def test_closing_the_sandbox_leaves_no_child_or_monty_worker_process() -> 
     await until_exited(processes)
     assert not [pid for pid in processes if alive(pid)]
     assert sandbox.children == ()
+
+
+async def test_a_child_and_its_workers_inherit_none_of_the_servers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "tok-5ee1d7c0a9"
+    monkeypatch.setenv("MYCELIUM_TEST_API_TOKEN", secret)
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://app:{secret}@db/app")
+    sandbox = IsolatedSandbox()
+    async with leased(sandbox) as lease:
+        result = await lease.execute_tool.run("return await notes.echo(value=1)", tool_call_id="call-1")
+        assert result.value == 1
+        processes = [member for child in sandbox.children for member in group_members(child)]
+        assert len(processes) > len(sandbox.children)  # the child and its Monty workers
+        for pid in processes:
+            environment = environment_of(pid)
+            assert secret.encode() not in environment
+            assert b"MYCELIUM_TEST_API_TOKEN" not in environment
 
 
 @pytest.mark.parametrize("options", [{"max_idle_children": 0}, {"pool_size": 2}, {"memory_limit_bytes": 0}])

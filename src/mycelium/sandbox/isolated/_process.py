@@ -58,6 +58,12 @@ _ENVELOPE_SLACK = 64 * 1024
 _DONE_ENVELOPE = len(b'{"type":"done","value":}')
 # Past the run's own deadline, the child has this long to answer before it is killed.
 _DEADLINE_GRACE_SECS = 1.0
+# All a child inherits of the server's environment: what Python and Monty need to start, find
+# their files and read text. Tokens, database URLs and cloud keys stay in the server, so a guest
+# that escaped Monty into its child would find none of them there.
+_INHERITED_ENVIRONMENT = frozenset(
+    {"PATH", "PYTHONPATH", "PYTHONHOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT", "MONTY_BIN"}
+)
 
 
 class _Child:
@@ -77,7 +83,10 @@ class _Child:
     @classmethod
     async def start(cls, options: Mapping[str, object]) -> _Child:
         """Start a child with the adapter's ``options``; its process group holds its Monty workers too."""
-        process = await anyio.open_process([*_CHILD, json.dumps(dict(options))], stderr=None, start_new_session=True)
+        environment = {name: value for name, value in os.environ.items() if name in _INHERITED_ENVIRONMENT}
+        process = await anyio.open_process(
+            [*_CHILD, json.dumps(dict(options))], stderr=None, start_new_session=True, env=environment
+        )
         return cls(process)
 
     @property
