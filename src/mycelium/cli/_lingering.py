@@ -7,6 +7,8 @@ with a reset, and a reset makes the client's kernel throw away what it had not y
 section 9.6): the answer is written, then only the sending half is shut (the client reads the
 answer, then the end), and what the client still sends is read and dropped until it closes its
 side, for at most :data:`LINGER_SECONDS` and :data:`LINGER_BYTES`; only then is the socket closed.
+At either bound, an answer the client has still not taken is dropped with the connection: a client
+that reads nothing cannot hold a socket, or the answer's bytes, past them.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class Lingering:
         if not self._transport.can_write_eof():
             self._transport.close()
             return
-        self._deadline = self._loop.call_later(LINGER_SECONDS, self._transport.close)
+        self._deadline = self._loop.call_later(LINGER_SECONDS, self._end)
         # Flow control may have paused reading: unread bytes are what turns the close into a reset.
         self._transport.resume_reading()
         self._transport.write_eof()
@@ -68,6 +70,13 @@ class Lingering:
         """Drop ``data``, which came while lingering; close once more came than the bound."""
         self._dropped += len(data)
         if self._dropped > LINGER_BYTES:
+            self._end()
+
+    def _end(self) -> None:
+        # A plain close waits for the answer to drain, which a client that never reads never lets it do.
+        if self._transport.get_write_buffer_size():
+            self._transport.abort()
+        else:
             self._transport.close()
 
     def closed(self) -> None:
