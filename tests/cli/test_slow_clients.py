@@ -9,8 +9,10 @@ was dropped within its bound plus :data:`SLACK_S`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
+import socket
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -69,6 +71,16 @@ def refused_with_advice(answer: Response, status: int) -> str:
     assert answer.headers["connection"] == "close"
     message: str = answer.json()["error"]["message"]
     return message
+
+
+def ends_in_a_reset(sock: socket.socket) -> bool:
+    """Read ``sock`` to its end: whether that end was a reset (not an orderly close)."""
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    return False
 
 
 def warnings_naming(served: Replica, text: str) -> list[str]:
@@ -253,3 +265,27 @@ async def test_an_ordinary_client_with_keep_alive_is_served_under_small_bounds(t
                     [tool] = (await client.list_tools()).tools
                     result = await client.call_tool(tool.name, {"code": "return 6 * 7"})
                     assert result.is_error is False, result
+
+
+async def test_a_client_that_pipelines_requests_and_reads_none_of_the_answers_is_dropped_at_the_send_timeout(
+    tmp_path: Path,
+) -> None:
+    async with replica(tmp_path / "data", options=short_bounds("--send-timeout", str(BOUND_S))) as served:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window stays small
+        try:
+            sock.connect(("127.0.0.1", served.port))
+            sock.setblocking(False)
+            # Far more answers than the sockets' buffers and the transport's high-water mark hold.
+            pipelined = b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n" * 20_000
+            with contextlib.suppress(BlockingIOError):  # as much as the server's receive buffer takes
+                while pipelined:
+                    pipelined = pipelined[sock.send(pipelined) :]
+            await served.says("took nothing of what was sent to it")
+            sock.setblocking(True)
+            sock.settimeout(ANSWER_WITHIN_S)
+            assert ends_in_a_reset(sock)  # the answers went with the connection
+        finally:
+            sock.close()
+        async with wire(served.port) as connection:
+            assert await healthy(connection)

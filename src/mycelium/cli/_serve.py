@@ -35,7 +35,7 @@ from ._exits import ExitCode
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._otlp import OTLP_ENDPOINT_ENV, OtlpUnavailable, exporting_spans, traces_url
 from ._signals import waking_at_signals
-from ._sockets import HEADER_TIMEOUT_SECONDS, MAX_IDLE_PER_ADDRESS, ClientLimits
+from ._sockets import HEADER_TIMEOUT_SECONDS, MAX_IDLE_PER_ADDRESS, SEND_TIMEOUT_SECONDS, ClientLimits
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
 from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
@@ -222,6 +222,16 @@ def serve(
             "least the proxy's pool of idle connections.",
         ),
     ] = MAX_IDLE_PER_ADDRESS,
+    send_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            max=3600,
+            metavar="SECONDS",
+            help="How long a client may leave the server's answers unread, its connection's buffers full, before "
+            "the connection is dropped (HTTP).",
+        ),
+    ] = SEND_TIMEOUT_SECONDS,
 ) -> None:
     """Serve APP's catalog, or every server in an mcpServers config, over MCP: Streamable HTTP at /mcp or stdio.
 
@@ -276,7 +286,7 @@ def serve(
                 else None,
                 drain_seconds,
                 trusted_proxies=proxies,
-                limits=ClientLimits(header_timeout, body_timeout, max_idle_per_address),
+                limits=ClientLimits(header_timeout, body_timeout, max_idle_per_address, send_timeout),
             )
         spans = exporting_spans(otlp_endpoint, name) if otlp_endpoint else contextlib.nullcontext()
         with logging_to(err, log_level, log_format), spans:

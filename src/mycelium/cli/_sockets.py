@@ -19,6 +19,11 @@ gets through. An address is the socket's peer, an IPv6 one by its /64 (see
 ``mycelium.mcp._clients``): behind a proxy every connection is the proxy's, and the cap must be
 at least the proxy's pool of idle connections.
 
+A client that stops reading its answers (its receive window shut, or requests pipelined and
+never read) makes the answer's writer wait for room with no deadline; once the connection has
+more unsent than the transport's high-water mark for ``send_timeout_s``, it is dropped, so such
+a client holds neither a task nor the answer's bytes past that bound.
+
 Every close lingers (``mycelium.cli._lingering``): the client reads the 408 or 429, then the end
 of the connection, never a reset that would have thrown the answer away.
 """
@@ -41,13 +46,15 @@ from ..mcp._http import error_body
 from ._console import logger
 from ._lingering import Lingering, unread_bytes
 
-__all__ = ["HEADER_TIMEOUT_SECONDS", "MAX_IDLE_PER_ADDRESS", "ClientLimits", "http_protocol"]
+__all__ = ["HEADER_TIMEOUT_SECONDS", "MAX_IDLE_PER_ADDRESS", "SEND_TIMEOUT_SECONDS", "ClientLimits", "http_protocol"]
 
 HEADER_TIMEOUT_SECONDS = 10.0
 """How long, by default, a connection waiting for a request may take to send that request's whole head."""
 MAX_IDLE_PER_ADDRESS = 64
 """How many connections, by default, one client address may keep waiting for a request (a browser keeps
 6 to a server, an HTTP client's pool 10 to 20)."""
+SEND_TIMEOUT_SECONDS = 30.0
+"""How long, by default, a connection may leave the server's answers unread before it is dropped."""
 _RETRY_AFTER_SECONDS = 1
 
 
@@ -61,6 +68,8 @@ class ClientLimits:
     """How long a body the server reads may take to arrive whole from its first read (408 after that)."""
     max_idle_per_address: int = MAX_IDLE_PER_ADDRESS
     """How many connections one client address may keep waiting for a request."""
+    send_timeout_s: float = SEND_TIMEOUT_SECONDS
+    """How long a connection whose client takes none of what was written to it may stay so before it is dropped."""
 
 
 def http_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
@@ -71,6 +80,7 @@ def http_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
         _idle = _IdleTable(limits.max_idle_per_address)
         _late_heads = once_a_minute()
         _over_cap = once_a_minute()
+        _unread = once_a_minute()
 
     return Bounded
 
@@ -113,6 +123,7 @@ class _BoundedH11(H11Protocol):
     _idle: ClassVar[_IdleTable]
     _late_heads: ClassVar[WarningBudget]
     _over_cap: ClassVar[WarningBudget]
+    _unread: ClassVar[WarningBudget]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -121,6 +132,8 @@ class _BoundedH11(H11Protocol):
         """Whether bytes of a request came since this connection began waiting."""
         self._address: str | None = None
         self._lingering: Lingering | None = None
+        self._unread_since: asyncio.TimerHandle | None = None
+        """Set while the transport holds more than its high-water mark the client has not taken."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # Every close of this connection, uvicorn's too, lingers, so the client reads the answer that ends it.
@@ -145,8 +158,18 @@ class _BoundedH11(H11Protocol):
         if self._answers_none():
             self._await_request()
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._unread_since is None:
+            self._unread_since = self.loop.call_later(self._limits.send_timeout_s, self._reads_nothing)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._stop_unread()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
+        self._stop_unread()
         if self._lingering is not None:
             self._lingering.closed()
         super().connection_lost(exc)
@@ -170,6 +193,24 @@ class _BoundedH11(H11Protocol):
             self._deadline = None
             if self._address is not None:
                 self._idle.leave(self._address, self)
+
+    def _stop_unread(self) -> None:
+        if self._unread_since is not None:
+            self._unread_since.cancel()
+            self._unread_since = None
+
+    def _reads_nothing(self) -> None:
+        self._unread_since = None
+        held_back = self._unread.spend()
+        if held_back is not None:
+            logger.warning(
+                "dropped the connection of %s: it took nothing of what was sent to it for %g s (--send-timeout)%s",
+                shown_address(self.client),
+                self._limits.send_timeout_s,
+                _held_back(held_back),
+            )
+        # Nothing written can reach a client that reads nothing: the answer goes with the connection.
+        self.transport.abort()
 
     def _head_late(self) -> None:
         timeout = self._limits.header_timeout_s
