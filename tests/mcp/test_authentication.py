@@ -307,6 +307,10 @@ async def test_a_foreign_origin_or_host_is_refused(kind: str) -> None:
             {"host": "evil.example"},
             {"host": f"evil.example:{port}"},
             {"host": "127.0.0.1.evil.example"},
+            # A loopback name and a port, then more: only digits may follow the colon.
+            {"host": "localhost:1.evil.example"},
+            {"host": "127.0.0.1:80@evil.example"},
+            {"origin": "http://localhost:1.evil.example"},
         ]
         for extra in foreign:
             answer = await raw.exchange(http, s.url, kind, session, code="return await notes.create(text='x')", **extra)

@@ -49,9 +49,15 @@ def allowed(value: str | None, patterns: Sequence[str]) -> bool:
     for pattern in patterns:
         if value == pattern:
             return True
-        if pattern.endswith(":*") and (value == pattern[:-2] or value.startswith(pattern[:-1])):
+        if pattern.endswith(":*") and (value == pattern[:-2] or _port_of(value, pattern[:-1])):
             return True
     return False
+
+
+def _port_of(value: str, prefix: str) -> bool:
+    """Whether ``value`` is ``prefix`` and a port number: ``localhost:1.evil.example`` is not ``localhost:*``."""
+    port = value[len(prefix) :]
+    return value.startswith(prefix) and port.isascii() and port.isdigit() and len(port) <= 5
 
 
 async def stays_connected() -> Message:

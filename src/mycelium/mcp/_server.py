@@ -74,6 +74,7 @@ from ._http import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
     Answered,
+    allowed,
     message_id,
     releasing,
     request_id,
@@ -182,14 +183,16 @@ class McpServer:
             bind_principal=lambda ctx: principal_key(self._caller(ctx)[0]),
         )
         self._server.middleware.append(RequestStateBoundary(security, default_audience=name))
+        self._hosts = tuple(LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts)
+        self._origins = tuple(LOOPBACK_ORIGINS if allowed_origins is None else allowed_origins)
         self._manager = StreamableHTTPSessionManager(
             app=self._server,
             json_response=False,
             stateless=False,
             security_settings=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True,
-                allowed_hosts=list(LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts),
-                allowed_origins=list(LOOPBACK_ORIGINS if allowed_origins is None else allowed_origins),
+                allowed_hosts=list(self._hosts),
+                allowed_origins=list(self._origins),
             ),
             # Connections end by DELETE or eviction; their records belong to the catalog.
             session_idle_timeout=None,
@@ -228,6 +231,15 @@ class McpServer:
             await send_error(send, 405, "use POST, GET or DELETE", extra=[(b"allow", b"GET, POST, DELETE")])
             return
         connection = HTTPConnection(scope)
+        # Checked here, before the credential: the SDK's own check would take `localhost:1.evil.example`
+        # for `localhost:*`, and a rebound page learns nothing from how its token fares.
+        if not allowed(connection.headers.get("host"), self._hosts):
+            await send_error(send, 421, "this server is not served under that Host name")
+            return
+        origin = connection.headers.get("origin")
+        if origin is not None and not allowed(origin, self._origins):
+            await send_error(send, 403, "requests from that Origin are not accepted")
+            return
         principal = await self._authentication.admit(connection)
         if isinstance(principal, Refused):
             await self._authentication.refuse(send, principal, connection)
