@@ -289,3 +289,21 @@ async def test_a_client_that_pipelines_requests_and_reads_none_of_the_answers_is
             sock.close()
         async with wire(served.port) as connection:
             assert await healthy(connection)
+
+
+async def test_the_whole_server_keeps_at_most_its_cap_of_idle_connections_whatever_their_addresses(
+    tmp_path: Path,
+) -> None:
+    total = 3
+    options = ["--max-idle-connections", str(total), "--header-timeout", "600"]
+    async with replica(tmp_path / "data", options=options) as served, AsyncExitStack() as stack:
+        # Each from an address of its own, so no address passes its own cap of 64.
+        idle = [await stack.enter_async_context(wire(served.port, source=f"127.0.0.{n}")) for n in range(2, 2 + total)]
+        await idle[0].write(b"GET /healthz HTTP/1.1\r\nhost: ")  # the longest waiting has a request in transit
+        assert await healthy(idle[-1])  # every byte sent before it was read, the half head included
+        newest = await stack.enter_async_context(wire(served.port, source="127.0.0.9"))
+        over_cap = await idle[0].answer()
+        assert await idle[0].closed()
+        await served.says(f"the server keeps more than {total} connections waiting for a request")
+        assert all([await healthy(connection) for connection in [*idle[1:], newest]])
+    assert "send on this one, then retry" in refused_with_advice(over_cap, 429)

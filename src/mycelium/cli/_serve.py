@@ -35,7 +35,13 @@ from ._exits import ExitCode
 from ._http import DEFAULT_DRAIN_SECONDS, HttpOptions, Replica, ServeError, serve_http
 from ._otlp import OTLP_ENDPOINT_ENV, OtlpUnavailable, exporting_spans, traces_url
 from ._signals import waking_at_signals
-from ._sockets import HEADER_TIMEOUT_SECONDS, MAX_IDLE_PER_ADDRESS, SEND_TIMEOUT_SECONDS, ClientLimits
+from ._sockets import (
+    HEADER_TIMEOUT_SECONDS,
+    MAX_IDLE_PER_ADDRESS,
+    SEND_TIMEOUT_SECONDS,
+    ClientLimits,
+    default_max_idle_connections,
+)
 from ._stdio import serve_stdio
 from ._store import STORE_ENV, SharedStore, StoreError, StoreUnreachable
 from ._target import CONFIG_OPTION, CONNECT_TIMEOUT_OPTION, Target, choose_target
@@ -222,6 +228,16 @@ def serve(
             "least the proxy's pool of idle connections.",
         ),
     ] = MAX_IDLE_PER_ADDRESS,
+    max_idle_connections: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=1_000_000,
+            show_default="half the open-file limit, 64 to 16,384",
+            help="How many connections the whole server keeps waiting for a request, whatever their addresses "
+            "(HTTP); when one more waits, the one that waited longest is closed.",
+        ),
+    ] = None,
     send_timeout: Annotated[
         float,
         typer.Option(
@@ -286,7 +302,13 @@ def serve(
                 else None,
                 drain_seconds,
                 trusted_proxies=proxies,
-                limits=ClientLimits(header_timeout, body_timeout, max_idle_per_address, send_timeout),
+                limits=ClientLimits(
+                    header_timeout,
+                    body_timeout,
+                    max_idle_per_address,
+                    send_timeout,
+                    max_idle_connections or default_max_idle_connections(),
+                ),
             )
         spans = exporting_spans(otlp_endpoint, name) if otlp_endpoint else contextlib.nullcontext()
         with logging_to(err, log_level, log_format), spans:

@@ -17,7 +17,10 @@ of a request had come on it). A client that piles up stalled sockets thus holds 
 the cap, and a fresh connection of the same address, which sends its request at once, still
 gets through. An address is the socket's peer, an IPv6 one by its /64 (see
 ``mycelium.mcp._clients``): behind a proxy every connection is the proxy's, and the cap must be
-at least the proxy's pool of idle connections.
+at least the proxy's pool of idle connections. The whole server keeps at most
+``max_idle_connections`` waiting, whatever their addresses (a client with a /48 of IPv6 has
+65,536 /64s): past it the connection that has waited longest, of any address, is closed the
+same way, so many addresses together cannot use up the process's open files.
 
 A client that stops reading its answers (its receive window shut, or requests pipelined and
 never read) makes the answer's writer wait for room with no deadline; once the connection has
@@ -34,7 +37,7 @@ import asyncio
 import http
 import importlib.metadata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import h11
@@ -46,13 +49,32 @@ from ..mcp._http import error_body
 from ._console import logger
 from ._lingering import Lingering, unread_bytes
 
-__all__ = ["HEADER_TIMEOUT_SECONDS", "MAX_IDLE_PER_ADDRESS", "SEND_TIMEOUT_SECONDS", "ClientLimits", "http_protocol"]
+__all__ = [
+    "HEADER_TIMEOUT_SECONDS",
+    "MAX_IDLE_PER_ADDRESS",
+    "SEND_TIMEOUT_SECONDS",
+    "ClientLimits",
+    "default_max_idle_connections",
+    "http_protocol",
+]
 
 HEADER_TIMEOUT_SECONDS = 10.0
 """How long, by default, a connection waiting for a request may take to send that request's whole head."""
 MAX_IDLE_PER_ADDRESS = 64
 """How many connections, by default, one client address may keep waiting for a request (a browser keeps
 6 to a server, an HTTP client's pool 10 to 20)."""
+
+
+def default_max_idle_connections() -> int:
+    """Half the process's limit on open files (between 64 and 16,384): the rest is for busy connections and the rest."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return 1024
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return 16_384 if soft == resource.RLIM_INFINITY else max(64, min(16_384, soft // 2))
+
+
 SEND_TIMEOUT_SECONDS = 30.0
 """How long, by default, a connection may leave the server's answers unread before it is dropped."""
 _RETRY_AFTER_SECONDS = 1
@@ -70,6 +92,8 @@ class ClientLimits:
     """How many connections one client address may keep waiting for a request."""
     send_timeout_s: float = SEND_TIMEOUT_SECONDS
     """How long a connection whose client takes none of what was written to it may stay so before it is dropped."""
+    max_idle_connections: int = field(default_factory=default_max_idle_connections)
+    """How many connections the whole server keeps waiting for a request, whatever their addresses."""
 
 
 def http_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
@@ -77,33 +101,38 @@ def http_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
 
     class Bounded(_BoundedH11):
         _limits = limits
-        _idle = _IdleTable(limits.max_idle_per_address)
+        _idle = _IdleTable(limits.max_idle_per_address, limits.max_idle_connections)
         _late_heads = once_a_minute()
         _over_cap = once_a_minute()
+        _over_total = once_a_minute()
         _unread = once_a_minute()
 
     return Bounded
 
 
 class _IdleTable:
-    """The connections waiting for a request, per client address, longest waiting first."""
+    """The connections waiting for a request, per client address and all together, longest waiting first."""
 
-    def __init__(self, cap: int) -> None:
-        self._cap = cap
+    def __init__(self, cap: int, total: int) -> None:
+        self.cap = cap
+        self.total = total
         self._by_address: dict[str, dict[_BoundedH11, None]] = {}
+        self._all: dict[_BoundedH11, None] = {}
 
-    @property
-    def cap(self) -> int:
-        return self._cap
-
-    def enter(self, address: str, connection: _BoundedH11) -> _BoundedH11 | None:
-        """Count ``connection`` as waiting; the longest waiting one of ``address`` to close, if over the cap."""
+    def enter(self, address: str, connection: _BoundedH11) -> tuple[_BoundedH11, bool] | None:
+        """Count ``connection`` as waiting; the one to close if a cap is passed, and whether it is its address's."""
         waiting = self._by_address.setdefault(address, {})
         waiting[connection] = None
-        return next(iter(waiting)) if len(waiting) > self._cap else None
+        self._all[connection] = None
+        if len(waiting) > self.cap:
+            return next(iter(waiting)), True
+        if len(self._all) > self.total:
+            return next(iter(self._all)), False
+        return None
 
     def leave(self, address: str, connection: _BoundedH11) -> None:
         """``connection`` waits no more: its request came, or it closed."""
+        self._all.pop(connection, None)
         waiting = self._by_address.get(address)
         if waiting is not None:
             waiting.pop(connection, None)
@@ -123,6 +152,7 @@ class _BoundedH11(H11Protocol):
     _idle: ClassVar[_IdleTable]
     _late_heads: ClassVar[WarningBudget]
     _over_cap: ClassVar[WarningBudget]
+    _over_total: ClassVar[WarningBudget]
     _unread: ClassVar[WarningBudget]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -183,9 +213,13 @@ class _BoundedH11(H11Protocol):
         self._heard = False
         self._deadline = self.loop.call_later(self._limits.header_timeout_s, self._head_late)
         if self._address is not None:
-            longest = self._idle.enter(self._address, self)
-            if longest is not None:
-                longest._close_over_cap()
+            over = self._idle.enter(self._address, self)
+            if over is not None:
+                longest, its_address = over
+                if its_address:
+                    longest._close_over_cap()
+                else:
+                    longest._close_over_total()
 
     def _stop_waiting(self) -> None:
         if self._deadline is not None:
@@ -241,12 +275,28 @@ class _BoundedH11(H11Protocol):
                 cap,
                 _held_back(held_back),
             )
+        self._evict(
+            f"this address keeps more than {cap} connections open without a request on them; "
+            "close the idle ones or send on them, then retry"
+        )
+
+    def _close_over_total(self) -> None:
+        total = self._idle.total
+        held_back = self._over_total.spend()
+        if held_back is not None:
+            logger.warning(
+                "the server keeps more than %d connections waiting for a request, the most it may "
+                "(--max-idle-connections): closed the one that waited longest, from %s%s",
+                total,
+                self._address,
+                _held_back(held_back),
+            )
+        self._evict("the server holds too many connections without a request on them; send on this one, then retry")
+
+    def _evict(self, told: str) -> None:
+        """Close this idle connection to make room: with a 429 saying ``told`` if a request was on its way."""
         # Bytes the loop has not read yet are a request in transit as much as the ones it has.
         if self._heard or unread_bytes(self.transport) > 0:
-            told = (
-                f"this address keeps more than {cap} connections open without a request on them; "
-                "close the idle ones or send on them, then retry"
-            )
             self._close(429, told, [(b"retry-after", str(_RETRY_AFTER_SECONDS).encode())])
         else:
             self._close()
