@@ -20,6 +20,7 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+import mycelium.sandbox.isolated._child as child_program
 import mycelium.sandbox.isolated._process as child_process
 from mycelium import ExecutionOptions, Lease, Module, Runtime, ToolResult
 from mycelium.failures import BadResponse, DeadlineExceeded, GuestException, ResultTooLarge, TransportLost
@@ -27,6 +28,7 @@ from mycelium.sandbox import Sandbox
 from mycelium.sandbox.isolated import IsolatedSandbox
 from mycelium.sandbox.isolated._frames import FrameTooLarge, frame, receive_frame
 from mycelium.sandbox.monty import MontySandbox
+from mycelium.sandbox.wire import CallMessage, CallResultMessage
 
 notes = Module(id="notes-v1", name="notes")
 killed: list[int] = []
@@ -36,6 +38,12 @@ killed: list[int] = []
 async def echo(value: object) -> object:
     """Return the value given."""
     return value
+
+
+@notes.operation(access="read")
+async def hold() -> None:
+    """Wait until the run that called it ends."""
+    await anyio.sleep_forever()
 
 
 @notes.operation()
@@ -217,6 +225,14 @@ async def test_garbage_from_a_child_is_bad_response() -> None:
     assert after.value == 2
 
 
+async def test_a_host_failure_the_host_never_saw_is_bad_response_not_evidence() -> None:
+    forged = b'{"type":"host-failure","module":"notes-v1","operation":"echo","path":"notes.echo","reference":"r-1"}'
+    async with leased(IsolatedSandbox()) as lease:
+        with hostile_child(f"os.write(1, ({len(forged)}).to_bytes(4, 'big') + {forged!r})\nos.read(0, 1)"):
+            result = await lease.execute_tool.run("return 1", tool_call_id="call-1")
+    assert result.failure == BadResponse()
+
+
 async def test_a_child_killed_mid_run_is_transport_lost_and_the_next_run_works() -> None:
     sandbox = IsolatedSandbox()
     async with leased(sandbox) as lease:
@@ -229,16 +245,30 @@ async def test_a_child_killed_mid_run_is_transport_lost_and_the_next_run_works()
 
 
 async def test_a_run_that_ends_with_calls_still_waiting_leaves_its_child_able_to_run_the_next() -> None:
-    sandbox = IsolatedSandbox()
+    sandbox = IsolatedSandbox(max_calls_in_flight=5)
     async with leased(sandbox, ExecutionOptions(timeout_ms=10_000)) as lease:
-        # Past the in-flight cap the run ends at once; the host still answers calls it had placed.
-        flood = "import asyncio\nreturn await asyncio.gather(*[notes.echo(value=i) for i in range(3000)])"
-        flooded = await lease.execute_tool.run(flood, tool_call_id="call-1")
+        # None of the calls can settle, so the sixth passes the in-flight cap and the run ends with five waiting.
+        held = "import asyncio\nreturn await asyncio.gather(*[notes.hold() for _ in range(6)])"
+        ended = await lease.execute_tool.run(held, tool_call_id="call-1")
         (child,) = sandbox.children
         after = await lease.execute_tool.run("return 'next'", tool_call_id="call-2")
         assert sandbox.children == (child,)  # the same child ran it: nothing had to replace it
-    assert isinstance(flooded.failure, GuestException)
+    assert isinstance(ended.failure, GuestException)
+    assert "calls still running" in ended.text
     assert after.value == "next"
+
+
+def test_an_answer_to_a_call_its_run_gave_up_is_dropped() -> None:
+    read, write = os.pipe()
+    try:
+        link = child_program._Link(write)
+        call_id, answer = link.call(lambda call_id: CallMessage(call_id=call_id, alias="notes", path="echo", input={}))
+        answer.cancel()  # as a run that ends cancels the calls it left waiting
+        link.answer(CallResultMessage(call_id=call_id, ok=True, value=1))  # the host's late answer
+        assert answer.cancelled()
+    finally:
+        os.close(read)
+        os.close(write)
 
 
 async def test_the_deadline_kills_a_child_whose_interpreter_is_held() -> None:

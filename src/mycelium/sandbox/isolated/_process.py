@@ -191,6 +191,7 @@ class _HostCalls:
         send: Callable[[bytes], Awaitable[None]],
     ) -> None:
         self._request = request
+        self._resumed = pending is not None
         self._pending = pending or {}
         self._calls = calls
         self._send = send
@@ -257,9 +258,17 @@ class _HostCalls:
         if isinstance(message, FailedMessage):
             raise SandboxError(reported_failure(message, calls_made=self.made))
         if isinstance(message, HostFailureMessage):
-            raise self._failures.get(message.reference) or OperationFailed(
-                module=message.module, operation=message.operation, path=message.path, reference=message.reference
-            )
+            known = self._failures.get(message.reference)
+            if known is not None:
+                raise known
+            # Only a resumed run may end with a failure this host did not see (one from before its
+            # pause), and only of an operation the run was given: a child cannot make up another.
+            given = any(message.operation in operations for operations in self._request.bindings.values())
+            if self._resumed and given:
+                raise OperationFailed(
+                    module=message.module, operation=message.operation, path=message.path, reference=message.reference
+                )
+            raise SandboxError(BadResponse())
         if isinstance(message, UnrestorableMessage):
             raise Unrestorable(message.reason)
         if isinstance(message, SuspendedMessage):
