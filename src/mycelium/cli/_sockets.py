@@ -235,14 +235,12 @@ class _BoundedH11(H11Protocol):
 
     def _reads_nothing(self) -> None:
         self._unread_since = None
-        held_back = self._unread.spend()
-        if held_back is not None:
-            logger.warning(
-                "dropped the connection of %s: it took nothing of what was sent to it for %g s (--send-timeout)%s",
-                shown_address(self.client),
-                self._limits.send_timeout_s,
-                _held_back(held_back),
-            )
+        self._unread.warn(
+            logger,
+            "dropped the connection of %s: it took nothing of what was sent to it for %g s (--send-timeout)",
+            shown_address(self.client),
+            self._limits.send_timeout_s,
+        )
         # Nothing written can reach a client that reads nothing: the answer goes with the connection.
         self.transport.abort()
 
@@ -253,28 +251,24 @@ class _BoundedH11(H11Protocol):
             logger.debug("closed an idle connection from %s after %g s", shown_address(self.client), timeout)
             self._close()
             return
-        held_back = self._late_heads.spend()
-        if held_back is not None:
-            logger.warning(
-                "answered 408 to %s and closed its connection: its request did not arrive whole within %g s "
-                "(--header-timeout)%s",
-                shown_address(self.client),
-                timeout,
-                _held_back(held_back),
-            )
+        self._late_heads.warn(
+            logger,
+            "answered 408 to %s and closed its connection: its request did not arrive whole within %g s "
+            "(--header-timeout)",
+            shown_address(self.client),
+            timeout,
+        )
         self._close(408, f"the request did not arrive whole within {timeout:g} s; send the whole request at once")
 
     def _close_over_cap(self) -> None:
         cap = self._idle.cap
-        held_back = self._over_cap.spend()
-        if held_back is not None:
-            logger.warning(
-                "%s keeps more than %d connections waiting for a request, the most one address may "
-                "(--max-idle-per-address): closed the one that waited longest%s",
-                self._address,
-                cap,
-                _held_back(held_back),
-            )
+        self._over_cap.warn(
+            logger,
+            "%s keeps more than %d connections waiting for a request, the most one address may "
+            "(--max-idle-per-address): closed the one that waited longest",
+            self._address,
+            cap,
+        )
         self._evict(
             f"this address keeps more than {cap} connections open without a request on them; "
             "close the idle ones or send on them, then retry"
@@ -282,15 +276,13 @@ class _BoundedH11(H11Protocol):
 
     def _close_over_total(self) -> None:
         total = self._idle.total
-        held_back = self._over_total.spend()
-        if held_back is not None:
-            logger.warning(
-                "the server keeps more than %d connections waiting for a request, the most it may "
-                "(--max-idle-connections): closed the one that waited longest, from %s%s",
-                total,
-                self._address,
-                _held_back(held_back),
-            )
+        self._over_total.warn(
+            logger,
+            "the server keeps more than %d connections waiting for a request, the most it may "
+            "(--max-idle-connections): closed the one that waited longest, from %s",
+            total,
+            self._address,
+        )
         self._evict("the server holds too many connections without a request on them; send on this one, then retry")
 
     def _evict(self, told: str) -> None:
@@ -319,10 +311,6 @@ class _BoundedH11(H11Protocol):
             ]
             self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
         self.transport.close()
-
-
-def _held_back(count: int) -> str:
-    return f" ({count} more since the last one were not logged)" if count else ""
 
 
 def _check_uvicorn() -> None:

@@ -189,10 +189,7 @@ class ApprovalsPage:
             allow = b"GET, HEAD" if _ACTIONS[action] == "GET" else b"POST"
             raise _Refusal(405, f"Use {_ACTIONS[action]} here.", headers=[(b"allow", allow)])
         if self._presents_agent_token(scope):
-            held_back = self._warnings.spend()
-            if held_back is not None:
-                more = f" ({held_back} more since the last one were not logged)" if held_back else ""
-                logger.warning("approvals page: a request bearing an agent's token was refused%s", more)
+            self._warnings.warn(logger, "approvals page: a request bearing an agent's token was refused")
             raise _Refusal(
                 403, "This request carries an agent's token: agents never approve. Open the page in a browser."
             )

@@ -87,12 +87,9 @@ class Authentication:
         if refused.error is None:
             await send_error(send, 401, _MISSING, extra=[(b"www-authenticate", _CHALLENGE)])
             return
-        held_back = self._warnings.spend()
-        if held_back is not None:
-            more = f" ({held_back} more since the last one were not logged)" if held_back else ""
-            logger.warning(
-                "refused a request from %s with 401: its bearer token is not valid%s",
-                shown_address(connection.client),
-                more,
-            )
+        self._warnings.warn(
+            logger,
+            "refused a request from %s with 401: its bearer token is not valid",
+            shown_address(connection.client),
+        )
         await send_error(send, 401, _INVALID, extra=[(b"www-authenticate", _INVALID_CHALLENGE)])

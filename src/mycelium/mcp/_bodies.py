@@ -73,15 +73,12 @@ class BodyReader:
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     return b"".join(chunks)
-        held_back = self._warnings.spend()
-        if held_back is not None:
-            more = f" ({held_back} more since the last one were not logged)" if held_back else ""
-            logger.warning(
-                "answered 408 to a request from %s: its body did not arrive whole within %g s (%d bytes came)%s",
-                shown_address(scope.get("client")),
-                self._timeout_s,
-                size,
-                more,
-            )
+        self._warnings.warn(
+            logger,
+            "answered 408 to a request from %s: its body did not arrive whole within %g s (%d bytes came)",
+            shown_address(scope.get("client")),
+            self._timeout_s,
+            size,
+        )
         told = f"the request body did not arrive within {self._timeout_s:g} s; send the whole request at once"
         return Unread(408, told)

@@ -12,6 +12,7 @@ chooses how often it trips a warning, each kind of warning it can cause spends a
 from __future__ import annotations
 
 import ipaddress
+import logging
 import time
 from collections.abc import Callable, Sequence
 
@@ -62,6 +63,13 @@ class WarningBudget:
         self._spent += 1
         held_back, self._held_back = self._held_back, 0
         return held_back
+
+    def warn(self, logger: logging.Logger, message: str, *args: object) -> None:
+        """Log ``message % args`` at WARNING, with how many were held back before it, unless this one is."""
+        held_back = self.spend()
+        if held_back is not None:
+            more = f" ({held_back} more since the last one were not logged)" if held_back else ""
+            logger.warning(message + "%s", *args, more)
 
 
 def once_a_minute() -> WarningBudget:
