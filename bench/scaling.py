@@ -24,7 +24,9 @@ Printed, each beside a floor measured in the same run (the machine is shared and
    100 to 1,000 calls: equal when cost grows linearly) by medians and by the quietest tenth
    of the runs, ours and the floor's, the ratio of each size to the smallest (1.0 when cost
    does not grow with the catalog), and the host memory of each program: the most one run
-   holds above what was there before it, and what stays once it is over.
+   holds above what was there before it, and what stays once it is over. Then the one-call
+   program through ``IsolatedSandbox``, what ``mycelium serve`` runs programs in (Monty in a
+   child process, which must not be sent the whole catalog with every run), at each size.
 4. **One wide operation** of each shape a schema grows by (a model's fields, nested models
    that become ``$defs``, a function's parameters, a JSON Schema's properties), narrow and
    wide: defining it, installing it alone, indexing, describing and rendering it, and the
@@ -64,6 +66,7 @@ from mycelium import ExecutionOptions, InvocationContext, Lease, Module, Operati
 from mycelium._discovery import Catalog
 from mycelium._graph import build_graph
 from mycelium._operations import operation_from_function
+from mycelium.sandbox.isolated import IsolatedSandbox
 from mycelium.sandbox.monty import MontySandbox
 
 MIB = 1024 * 1024
@@ -257,6 +260,7 @@ async def main(runs: int, sizes: Sequence[int], widths: Sequence[int]) -> None:
             await held.enter_async_context(runtime)
             leases[size] = await held.enter_async_context(runtime.lease())
         await executes(pool, leases, runs, catalogs)
+    await isolated(catalogs, runs)
     await asyncio.sleep(0.05)  # let Monty's threads finish before the loop ends
     wide(widths)
 
@@ -462,6 +466,33 @@ async def executes(pool: AsyncMonty, leases: dict[int, Lease], runs: int, catalo
         f"per call linear (<= {TARGET_LINEAR_RATIO}x, the quietest tenth): "
         f"{'ok' if quiet <= TARGET_LINEAR_RATIO else 'MISSED'} (worst {quiet:.2f}x; by medians {loud:.2f}x)"
     )
+
+
+async def isolated(catalogs: dict[int, list[Module]], runs: int) -> None:
+    """The one-call program through IsolatedSandbox at each catalog size, interleaved round by round."""
+    sizes = sorted(catalogs)
+    print("\nthe one-call program through IsolatedSandbox (ms), as mycelium serve runs it")
+    print(f"{'operations':>10} {'p50':>9} {'p99':>9} {'/ smallest':>10}")
+    async with AsyncExitStack() as held:
+        runners = {}
+        for size in sizes:
+            runtime = Runtime(modules=catalogs[size], sandbox=IsolatedSandbox(max_idle_children=1))
+            await held.enter_async_context(runtime)
+            lease = await held.enter_async_context(runtime.lease())
+            runners[size] = executing(lease, program(1, catalogs[size][len(catalogs[size]) // 2].name))
+        for run in runners.values():  # each child started and sent its revision
+            for _ in range(3):
+                await run()
+        times: dict[int, list[float]] = {size: [] for size in sizes}
+        for _ in range(runs):
+            for size, run in runners.items():
+                began = time.perf_counter_ns()
+                await run()
+                times[size].append((time.perf_counter_ns() - began) / 1e6)
+    smallest = statistics.median(times[sizes[0]])
+    for size in sizes:
+        median = statistics.median(times[size])
+        print(f"{size:>10,} {median:9.3f} {percentile(times[size], 0.99):9.3f} {median / smallest:10.2f}")
 
 
 async def traced(run: Callable[[], Awaitable[object]], calls: int) -> tuple[int, float, int]:

@@ -23,10 +23,13 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 import mycelium.sandbox.isolated._child as child_program
 import mycelium.sandbox.isolated._process as child_process
 from mycelium import ExecutionOptions, Lease, Module, Runtime, ToolResult
+from mycelium._signals import AbortController
+from mycelium._values import JsonValue
 from mycelium.failures import BadResponse, DeadlineExceeded, GuestException, ResultTooLarge, TransportLost
-from mycelium.sandbox import Sandbox
+from mycelium.sandbox import Sandbox, SandboxRequest
 from mycelium.sandbox.isolated import IsolatedSandbox
 from mycelium.sandbox.isolated._frames import FrameTooLarge, frame, receive_frame
+from mycelium.sandbox.isolated._messages import KEPT_REVISIONS
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.sandbox.wire import CallMessage, CallResultMessage
 
@@ -315,6 +318,44 @@ async def test_a_child_and_its_workers_inherit_none_of_the_servers_secrets(monke
             environment = environment_of(pid)
             assert secret.encode() not in environment
             assert b"MYCELIUM_TEST_API_TOKEN" not in environment
+
+
+def revision_request(number: int, code: str) -> SandboxRequest:
+    """A run of revision ``number``: an alias of its own (``ns<number>``) with one operation, ``echo``."""
+
+    async def echo(arguments: JsonValue) -> JsonValue:
+        return {"revision": number, "arguments": arguments}
+
+    alias = f"ns{number}"
+    return SandboxRequest(
+        execution_id=f"run-{number}",
+        code=code,
+        timeout_ms=10_000,
+        bindings={alias: {"echo": echo}},
+        namespace_paths={alias: (alias,)},
+        modules={alias: f"{alias}-v1"},
+        session_id=None,
+    )
+
+
+async def test_a_child_runs_every_revision_it_was_sent_and_again_after_it_forgot_the_oldest() -> None:
+    sandbox = IsolatedSandbox(max_idle_children=1)
+    requests = [revision_request(n, f"return await ns{n}.echo(value={n})") for n in range(KEPT_REVISIONS + 2)]
+    async with sandbox:
+        # One child runs them all, each revision sent once: the first ones are forgotten by the end.
+        for n, request in enumerate(requests):
+            assert await sandbox.execute(request, AbortController().signal) == {
+                "revision": n,
+                "arguments": {"value": n},
+            }
+        (child,) = sandbox.children
+        # The oldest is sent again, the newest was kept: each runs with its own namespaces.
+        for n in (0, KEPT_REVISIONS + 1, 1, 0):
+            assert await sandbox.execute(requests[n], AbortController().signal) == {
+                "revision": n,
+                "arguments": {"value": n},
+            }
+        assert sandbox.children == (child,)
 
 
 @pytest.mark.parametrize("options", [{"max_idle_children": 0}, {"pool_size": 2}, {"memory_limit_bytes": 0}])

@@ -23,7 +23,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -43,15 +43,16 @@ from ..wire import (
     DoneMessage,
     FailedMessage,
     LogMessage,
-    StartMessage,
 )
 from ._frames import read_frame_blocking, write_frame_blocking
 from ._messages import (
+    KEPT_REVISIONS,
     CallDeferredMessage,
     CallFailedMessage,
     HostFailureMessage,
     PausedCallIds,
     PendingCallMessage,
+    RevisionMessage,
     RunMessage,
     SuspendedMessage,
     UnrestorableMessage,
@@ -62,7 +63,6 @@ from ._messages import (
 )
 
 _PR_SET_PDEATHSIG = 1
-_KEPT_REVISIONS = 32
 _Answer = CallResultMessage | CallDeferredMessage | CallFailedMessage
 
 
@@ -142,24 +142,43 @@ def _proxy(link: _Link, alias: str, path: str, positional: str | None) -> Callab
     return call
 
 
+class _Revision(NamedTuple):
+    """What every run of one revision is given: the same objects each time, so the adapter keeps its work."""
+
+    paths: Mapping[str, tuple[str, ...]]
+    modules: Mapping[str, str]
+    stubs: Mapping[str, str]
+    bindings: Mapping[str, Mapping[str, Callable[[JsonValue], Any]]]
+
+
 class _Revisions:
-    """The same namespace and stub objects for every run of one revision, so the adapter's per-revision work is kept."""
+    """The revisions the host sent, the least recently run forgotten first, as the host counts them."""
 
-    def __init__(self) -> None:
-        self._kept: OrderedDict[str, tuple[dict[str, tuple[str, ...]], dict[str, str], dict[str, str]]] = OrderedDict()
+    def __init__(self, link: _Link) -> None:
+        self._link = link
+        self._kept: OrderedDict[str, _Revision] = OrderedDict()
 
-    def get(
-        self, start: StartMessage, stubs: dict[str, str]
-    ) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, str], Mapping[str, str]]:
-        key = json.dumps([[ns.model_dump() for ns in start.namespaces], stubs], sort_keys=True)
+    def add(self, message: RevisionMessage) -> None:
+        link = self._link
+        self._kept[message.key] = _Revision(
+            paths={ns.alias: tuple(ns.path) for ns in message.namespaces},
+            modules={ns.alias: ns.module_id for ns in message.namespaces},
+            stubs=message.stubs,
+            bindings={
+                ns.alias: {
+                    op: _proxy(link, ns.alias, op, message.positional.get(ns.alias, {}).get(op)) for op in ns.operations
+                }
+                for ns in message.namespaces
+            },
+        )
+        self._kept.move_to_end(message.key)
+        if len(self._kept) > KEPT_REVISIONS:
+            self._kept.popitem(last=False)
+
+    def get(self, key: str) -> _Revision | None:
         kept = self._kept.get(key)
-        if kept is None:
-            paths = {ns.alias: tuple(ns.path) for ns in start.namespaces}
-            modules = {ns.alias: ns.module_id for ns in start.namespaces}
-            kept = self._kept[key] = (paths, modules, stubs)
-            if len(self._kept) > _KEPT_REVISIONS:
-                self._kept.popitem(last=False)
-        self._kept.move_to_end(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
         return kept
 
 
@@ -168,20 +187,19 @@ async def _run_one(
 ) -> BaseModel:
     """Run (or resume) ``run`` and return the message that ends it."""
     start = run.start
-    paths, modules, stubs = revisions.get(start, run.stubs)
+    revision = revisions.get(run.revision)
+    if revision is None:  # the host always sends a revision before its first run here
+        return FailedMessage(failure=Unknown())
     request = SandboxRequest(
         execution_id=start.execution_id,
         code=start.code,
         timeout_ms=start.timeout_ms,
-        bindings={
-            ns.alias: {op: _proxy(link, ns.alias, op, run.positional.get(ns.alias, {}).get(op)) for op in ns.operations}
-            for ns in start.namespaces
-        },
-        namespace_paths=paths,
-        modules=modules,
+        bindings=revision.bindings,
+        namespace_paths=revision.paths,
+        modules=revision.modules,
         session_id=start.session_id,
         on_log=lambda line: link.send(LogMessage(text=line)),
-        stubs=stubs,
+        stubs=revision.stubs,
         max_input_bytes=run.max_input_bytes,
         max_result_bytes=run.max_result_bytes,
         suspendable=run.suspendable,
@@ -224,14 +242,15 @@ def _starter(link: _Link, pending_id: int) -> Callable[[], Any]:
 
 async def _serve(options: dict[str, Any], out: int) -> None:
     loop = asyncio.get_running_loop()
-    runs: asyncio.Queue[RunMessage | None] = asyncio.Queue()
+    # Revisions and runs in the order the host sent them: a run's revision always comes first.
+    runs: asyncio.Queue[RevisionMessage | RunMessage | None] = asyncio.Queue()
     link = _Link(out)
 
     def read() -> None:
         try:
             while (data := read_frame_blocking(0)) is not None:
                 message = decode_host_to_child(data)
-                if isinstance(message, RunMessage):
+                if isinstance(message, RevisionMessage | RunMessage):
                     loop.call_soon_threadsafe(runs.put_nowait, message)
                 else:
                     link.answer(message)
@@ -245,10 +264,13 @@ async def _serve(options: dict[str, Any], out: int) -> None:
     workspace: list[str | None] = [None]
     if options.pop("workspace", False):
         options["workspace"] = lambda _session: workspace[0]
-    revisions = _Revisions()
+    revisions = _Revisions(link)
     async with MontySandbox(pool_size=1, **options) as sandbox:
-        while (run := await runs.get()) is not None:
-            link.send(await _run_one(sandbox, link, run, revisions, workspace))
+        while (message := await runs.get()) is not None:
+            if isinstance(message, RevisionMessage):
+                revisions.add(message)
+            else:
+                link.send(await _run_one(sandbox, link, message, revisions, workspace))
 
 
 def _die_with_parent() -> None:

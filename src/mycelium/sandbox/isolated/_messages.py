@@ -2,7 +2,11 @@
 
 The child runs a whole :class:`~mycelium.sandbox.SandboxRequest`, not only a wire start: it
 also needs the request's limits, its stubs, whether it may pause, and for a resume the
-paused state and which calls to start again. A call the host defers comes back as
+paused state and which calls to start again. What a revision of the catalog makes the same
+for every run (its namespaces, stubs and positional names, megabytes for 10,000 operations)
+goes to a child once, as a :class:`RevisionMessage`; each run names it by its key, and both
+ends keep the last :data:`KEPT_REVISIONS` the same way, so they always agree on which a child
+holds. A call the host defers comes back as
 :class:`CallDeferredMessage`; a paused run goes out as :class:`SuspendedMessage`, with the
 state as base64 (bounded: :data:`MAX_STATE_BYTES`).
 
@@ -26,6 +30,7 @@ from ..wire import (
     DoneMessage,
     FailedMessage,
     LogMessage,
+    NamespaceInfo,
     StartMessage,
     _Count,
     _Name,
@@ -36,6 +41,8 @@ from ..wire import _Envelope as _Message
 
 MAX_STATE_BYTES = 64 * 1024 * 1024
 """The largest paused-run state a child may send (a paused heap), before base64."""
+KEPT_REVISIONS = 32
+"""How many revisions a child keeps, the least recently run forgotten first (the host mirrors it)."""
 
 
 # --- host -> child ----------------------------------------------------------------------
@@ -49,20 +56,32 @@ class ResumeInfo(_Message):
     pending: list[_Count]
 
 
+class RevisionMessage(_Message):
+    """What every run of one revision shares, for the child to keep under ``key``."""
+
+    type: Literal["revision"] = "revision"
+    key: _Name
+    namespaces: list[NamespaceInfo]
+    stubs: dict[str, str]
+    positional: dict[str, dict[str, str]]
+    """Transport alias -> operation -> the name its one positional argument stands for, for the
+    bindings that declare one (``forage.search("query")``; see ``positional_name``)."""
+
+
 class RunMessage(_Message):
-    """Run one request (or resume one): the wire start, plus what the child's adapter needs."""
+    """Run one request (or resume one) of the revision ``revision``: the wire start, and what the adapter needs.
+
+    The start's ``namespaces`` are left empty: the revision holds them.
+    """
 
     type: Literal["run"] = "run"
+    revision: _Name
     start: StartMessage
     max_input_bytes: _Count | None
     max_result_bytes: _Count | None
     suspendable: bool
-    stubs: dict[str, str]
     workspace: str | None
     """The host directory to mount at ``/workspace`` for this run, if any."""
-    positional: dict[str, dict[str, str]]
-    """Transport alias -> operation -> the name its one positional argument stands for, for the
-    bindings that declare one (``forage.search("query")``; see ``positional_name``)."""
     resume: ResumeInfo | None = None
 
 
@@ -88,7 +107,7 @@ class CallFailedMessage(_Message):
     reference: _Text
 
 
-HostToChild: TypeAlias = RunMessage | CallResultMessage | CallDeferredMessage | CallFailedMessage
+HostToChild: TypeAlias = RevisionMessage | RunMessage | CallResultMessage | CallDeferredMessage | CallFailedMessage
 _HOST_TO_CHILD: TypeAdapter[HostToChild] = TypeAdapter(Annotated[HostToChild, Field(discriminator="type")])
 
 

@@ -13,7 +13,9 @@ import json
 import os
 import signal as signals
 import sys
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -26,6 +28,7 @@ from ..._signals import AbortError, AbortSignal
 from ..._values import JsonValue
 from ...failures import BadResponse, DeadlineExceeded, ResultTooLarge, SandboxError, TransportLost
 from .._contract import PendingCalls, SandboxRequest, Suspended, Unrestorable
+from .._namespaces import positional_name
 from ..wire import (
     CallMessage,
     CallResultMessage,
@@ -34,14 +37,17 @@ from ..wire import (
     GuestError,
     LogMessage,
     reported_failure,
+    start_message,
 )
 from ._frames import FrameTooLarge, frame, receive_frame
 from ._messages import (
+    KEPT_REVISIONS,
     MAX_STATE_BYTES,
     CallDeferredMessage,
     CallFailedMessage,
     HostFailureMessage,
     PendingCallMessage,
+    RevisionMessage,
     RunMessage,
     SuspendedMessage,
     UnrestorableMessage,
@@ -66,6 +72,38 @@ _INHERITED_ENVIRONMENT = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class Revision:
+    """One revision of the catalog as the children are sent it: once each, then named by ``key``."""
+
+    key: str
+    payload: bytes
+    """The encoded :class:`RevisionMessage`."""
+    _made_from: tuple[object, object, object]
+
+    @classmethod
+    def of(cls, request: SandboxRequest, key: str) -> Revision:
+        """The revision ``request`` is a run of (its namespaces, stubs and positional names), under ``key``."""
+        positional: dict[str, dict[str, str]] = {}
+        for alias, operations in request.bindings.items():
+            for path, callback in operations.items():
+                name = positional_name(callback)
+                if name is not None:
+                    positional.setdefault(alias, {})[path] = name
+        message = RevisionMessage(
+            key=key,
+            namespaces=start_message(request).namespaces,
+            stubs=dict(request.stubs),
+            positional=positional,
+        )
+        return cls(key, encode_message(message), (request.namespace_paths, request.modules, request.stubs))
+
+    def serves(self, request: SandboxRequest) -> bool:
+        """Whether ``request`` is a run of this revision (the same objects, as the adapter keys its own)."""
+        paths, modules, stubs = self._made_from
+        return paths is request.namespace_paths and modules is request.modules and stubs is request.stubs
+
+
 class _Child:
     """A child process running a Monty sandbox, and the conversation of the run it is given."""
 
@@ -79,6 +117,8 @@ class _Child:
         self.runs = 0
         self.reusable = True
         self.baseline_rss: int | None = None
+        # The keys of the revisions the child holds, forgotten in the order it forgets them.
+        self._held: OrderedDict[str, None] = OrderedDict()
 
     @classmethod
     async def start(cls, options: Mapping[str, object]) -> _Child:
@@ -112,15 +152,21 @@ class _Child:
             await self._process.aclose()
 
     async def run(
-        self, request: SandboxRequest, message: RunMessage, pending: PendingCalls | None, signal: AbortSignal
+        self,
+        request: SandboxRequest,
+        message: RunMessage,
+        revision: Revision,
+        pending: PendingCalls | None,
+        signal: AbortSignal,
     ) -> JsonValue:
-        """Have the child run ``message`` for ``request``, answering its calls; its outcome, or its failure."""
+        """Have the child run ``message``, a run of ``revision``, for ``request``, answering its calls;
+        its outcome, or its failure."""
         self.runs += 1
         self.reusable = False  # until the run ends with a message read whole
         with anyio.move_on_after(request.timeout_ms / 1000 + _DEADLINE_GRACE_SECS) as scope:
             remove = signal.add_listener(lambda _reason: scope.cancel())
             try:
-                return await self._supervised(request, message, pending)
+                return await self._supervised(request, message, revision, pending)
             finally:
                 remove()
         if signal.aborted:
@@ -128,12 +174,13 @@ class _Child:
         raise SandboxError(DeadlineExceeded(timeout_ms=request.timeout_ms, acknowledged=True))
 
     async def _supervised(
-        self, request: SandboxRequest, message: RunMessage, pending: PendingCalls | None
+        self, request: SandboxRequest, message: RunMessage, revision: Revision, pending: PendingCalls | None
     ) -> JsonValue:
         ended: Exception | None = None
         value: JsonValue = None
         async with anyio.create_task_group() as calls:
             try:
+                await self._hold(revision)
                 value = await self._converse(request, message, _HostCalls(request, pending, calls, self._send))
             except Exception as exc:  # raised outside the task group, so it is not wrapped in a group
                 ended = exc
@@ -141,6 +188,15 @@ class _Child:
         if ended is not None:
             raise ended
         return value
+
+    async def _hold(self, revision: Revision) -> None:
+        """Send ``revision`` unless the child holds it; count it run, as the child will."""
+        if revision.key not in self._held:
+            await self._send(revision.payload)
+            self._held[revision.key] = None
+            if len(self._held) > KEPT_REVISIONS:
+                self._held.popitem(last=False)
+        self._held.move_to_end(revision.key)
 
     async def _converse(self, request: SandboxRequest, message: RunMessage, host: _HostCalls) -> JsonValue:
         await self._send(encode_message(message))

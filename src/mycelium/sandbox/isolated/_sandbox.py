@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Self
@@ -12,12 +13,11 @@ import anyio
 from ..._signals import AbortSignal
 from ..._values import JsonValue
 from .._contract import PendingCalls, Sandbox, SandboxRequest, UnenforcedLimit, Unrestorable
-from .._namespaces import positional_name
 from ..monty import MontySandbox, WorkspaceResolver
 from ..monty._language import MONTY_LANGUAGE
-from ..wire import start_message
-from ._messages import ResumeInfo, RunMessage, state_text
-from ._process import _Child
+from ..wire import StartMessage
+from ._messages import KEPT_REVISIONS, ResumeInfo, RunMessage, state_text
+from ._process import Revision, _Child
 
 _MIB = 1024 * 1024
 # The adapter's options a child is given as they are: numbers and flags only, nothing callable.
@@ -89,6 +89,8 @@ class IsolatedSandbox(Sandbox):
         self._growth = recycle_growth_bytes
         self._idle: list[_Child] = []
         self._children: set[_Child] = set()
+        self._revisions: OrderedDict[tuple[int, int, int], Revision] = OrderedDict()
+        self._made = 0
 
     async def __aenter__(self) -> Self:
         return self
@@ -129,21 +131,40 @@ class IsolatedSandbox(Sandbox):
     ) -> JsonValue:
         signal.throw_if_aborted()
         directory = self._workspace(request.session_id) if self._workspace is not None else None
+        revision = self._revision(request)
         message = RunMessage(
-            start=start_message(request),
+            revision=revision.key,
+            start=StartMessage(
+                execution_id=request.execution_id,
+                code=request.code,
+                timeout_ms=request.timeout_ms,
+                session_id=request.session_id,
+                namespaces=[],
+            ),
             max_input_bytes=request.max_input_bytes,
             max_result_bytes=request.max_result_bytes,
             suspendable=request.suspendable,
-            stubs=dict(request.stubs),
             workspace=os.fspath(directory) if directory is not None else None,
-            positional=_positional_names(request),
             resume=resume,
         )
         child = self._idle.pop() if self._idle else await self._start()
         try:
-            return await child.run(request, message, pending, signal)
+            return await child.run(request, message, revision, pending, signal)
         finally:
             await self._check_in(child)
+
+    def _revision(self, request: SandboxRequest) -> Revision:
+        """The revision ``request`` is a run of, made once: what every run of it would otherwise send whole."""
+        key = (id(request.namespace_paths), id(request.modules), id(request.stubs))
+        kept = self._revisions.get(key)
+        if kept is not None and kept.serves(request):
+            self._revisions.move_to_end(key)
+            return kept
+        self._made += 1
+        revision = self._revisions[key] = Revision.of(request, f"r{self._made}")
+        if len(self._revisions) > KEPT_REVISIONS:
+            self._revisions.popitem(last=False)
+        return revision
 
     async def _start(self) -> _Child:
         child = await _Child.start(self._options)
@@ -168,14 +189,3 @@ class IsolatedSandbox(Sandbox):
             # client's, perhaps) finds one already importing instead of waiting for a start.
             with anyio.CancelScope(shield=True):
                 self._idle.append(await self._start())
-
-
-def _positional_names(request: SandboxRequest) -> dict[str, dict[str, str]]:
-    """The bindings of ``request`` that take a positional value, and its name."""
-    named: dict[str, dict[str, str]] = {}
-    for alias, operations in request.bindings.items():
-        for path, callback in operations.items():
-            name = positional_name(callback)
-            if name is not None:
-                named.setdefault(alias, {})[path] = name
-    return named
