@@ -130,6 +130,23 @@ async def test_module_aliases_are_top_level_names_and_also_live_under_env() -> N
     assert result.value == ["about x", "about y", {"opened": "u"}, {"opened": "v"}]
 
 
+async def test_a_program_that_computes_a_name_reaches_every_namespace_and_operation() -> None:
+    # Nothing here spells `bazaar`, `windows` or `open`: the program builds each name.
+    result = await run(
+        "node = env\n"
+        "for part in ['apps', 'baz' + 'aar', 'win' + 'dows', 'op' + 'en']:\n"
+        "    node = getattr(node, part)\n"
+        "first = await node(url='u')\n"
+        "return [first, hasattr(env.apps, 'baz' + 'aar'), hasattr(env.apps, 'missing')]"
+    )
+    assert result.value == [{"opened": "u"}, True, False]
+
+
+async def test_a_name_a_program_builds_in_a_string_it_evaluates_is_reached() -> None:
+    result = await run("return await eval('env.apps.' + 'ba' + 'zaar.win' + 'dows.op' + 'en')(url='e')")
+    assert result.value == {"opened": "e"}
+
+
 async def test_gathered_calls_run_concurrently_with_distinct_ordinals_in_call_order() -> None:
     host = Host()
     result = await run(

@@ -214,7 +214,8 @@ class MontySandbox(Sandbox):
         try:
             async with pool.checkout(
                 limits=limits,
-                external_modules=guest.modules,
+                # The type checker sees every namespace; a run is given only what its code names.
+                external_modules=guest.modules if type_check else guest.modules_for(request.code),
                 os_policy={"sleep_system_max": self._sleep_max},
                 type_check=type_check,
                 type_check_format="json",
