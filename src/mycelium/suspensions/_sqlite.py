@@ -31,6 +31,11 @@ _SCHEMA = (
 )""",
     "CREATE INDEX IF NOT EXISTS suspensions_by_call ON suspensions (session, tool_call_id)",
 )
+_HELD_INDEX = "CREATE INDEX IF NOT EXISTS suspensions_held ON suspensions (session, expires_at) WHERE claimed = 0"
+"""What put counts: a session's unclaimed rows only. Without it the count reads every row the session
+ever stored, tombstones included, and each pause gets slower as they pile up. Made once the columns are."""
+HELD = "SELECT count(*) FROM suspensions WHERE session = ? AND expires_at > ? AND claimed = 0"
+"""How many pauses a session holds, as ``put`` counts them (the held index answers it)."""
 _ADDED_COLUMNS = {"claimed": "claimed INTEGER NOT NULL DEFAULT 0"}
 """Columns added since release 0.1.0, by name: a file made before gets them when opened."""
 
@@ -67,10 +72,7 @@ class SqliteSuspensions:
         def put(db: sqlite3.Connection) -> None:
             db.execute("BEGIN IMMEDIATE")  # the count and the insert see one state, also across processes
             with db:  # commits, or rolls back on any exception
-                (held,) = db.execute(
-                    "SELECT count(*) FROM suspensions WHERE session = ? AND expires_at > ? AND claimed = 0",
-                    (session, time.time()),
-                ).fetchone()
+                (held,) = db.execute(HELD, (session, time.time())).fetchone()
                 if held >= max_per_session:
                     raise SuspensionLimitReached(f"the session already holds {held} suspensions")
                 try:
@@ -209,3 +211,4 @@ def _make_schema(db: sqlite3.Connection) -> None:
         for name, definition in _ADDED_COLUMNS.items():
             if name not in present:
                 db.execute(f"ALTER TABLE suspensions ADD COLUMN {definition}")
+        db.execute(_HELD_INDEX)
