@@ -184,5 +184,6 @@ class PostgresSuspensions(PostgresTable):
             # What put counts: a session's unclaimed rows only, so a table full of tombstones does not
             # make every pause slower (without it the count reads every row the session ever stored).
             await connection.execute(
-                f"CREATE INDEX IF NOT EXISTS {self._held_index} ON {self._table} (session, expires_at) WHERE NOT claimed"
+                f"CREATE INDEX IF NOT EXISTS {self._held_index} ON {self._table} (session, expires_at)"
+                " WHERE NOT claimed"
             )
