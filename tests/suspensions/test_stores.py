@@ -135,6 +135,16 @@ async def test_a_tombstone_keeps_its_decision(store: SuspensionStore) -> None:
     assert (tombstone.claimed, tombstone.decision) == (True, b"approved")
 
 
+@pytest.mark.parametrize("size", [1, 300 * 1024, 2 * 1024 * 1024])
+async def test_a_record_comes_back_whole_whatever_its_size(store: SuspensionStore, size: int) -> None:
+    # SQLite reads a small record on the event loop and a large one in its thread: both whole.
+    stored = suspension(record=bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    await store.put(stored, max_per_session=5)
+    assert await store.get(stored.id) == stored
+    assert await store.find("session-1", "call-1") == [stored]
+    assert await store.get("missing") is None
+
+
 async def test_a_tombstone_holds_its_id_so_it_is_never_stored_again(store: SuspensionStore) -> None:
     stored = suspension()
     await store.put(stored, max_per_session=5)
