@@ -41,6 +41,7 @@ STEPPED = {
     "exec": "exec('x = 1')\nreturn await notes.search(query='a')",
     "a lookup by name": "return await getattr(notes, 'search')(query='a')",
     "not Python": "return await notes.search(query='a'",
+    "too long to check on the event loop": "x = 1\n" * 400 + "return await notes.search(query='a')",
 }
 
 
