@@ -43,7 +43,7 @@ PARTS: dict[str, tuple[type, str]] = {
     "sandbox: checkout to the end": (Adapter, "_run"),
     "fed pause: session.dump() in the call": (_FedPause, "_captured"),
     "stepper: the resumed part, load included": (_Stepper, "drive"),
-    "stepper: load_snapshot": (_Stepper, "_restore"),
+    "stepper: restore (load, the call placed again)": (_Stepper, "_restore"),
     "desk: replay lookup (find + unseal)": (SuspensionDesk, "replayed"),
     "desk: keep (seal + put)": (SuspensionDesk, "keep"),
     "desk: resumable (get + unseal + checks)": (SuspensionDesk, "resumable"),
