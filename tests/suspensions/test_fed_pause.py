@@ -10,6 +10,8 @@ counts what ran.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -27,9 +29,9 @@ from mycelium import (
     defer,
     operation,
 )
-from mycelium.failures import GuestException
+from mycelium.failures import GuestException, SuspensionFailed
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.sandbox.monty._paused import _Paused
+from mycelium.sandbox.monty._paused import ANNOUNCED, _Paused
 from mycelium.suspensions import MemorySuspensions, SuspensionStore
 from tests.support.store_worker import open_store
 from tests.support.suspend_worker import KEY, Crm, host
@@ -180,3 +182,27 @@ async def test_sleeps_before_a_pause_and_after_it_share_one_budget(
     assert (over.type_name, "sleep limit exceeded" in over.message) == ("TimeoutError", True)
     assert results["within"].value == {"deleted": 1}
     assert crm.ran("delete") == 2  # the call the run paused at ran in both
+
+
+@pytest.mark.parametrize("store", ["memory"], indirect=True)
+async def test_a_state_paused_in_its_call_resumes_only_at_the_call_it_names(crm: Crm, store: SuspensionStore) -> None:
+    # A state saying the run paused at another call than the one loading it announces (a bug, as
+    # the host's own key sealed it) is refused before anything runs: the call is never placed twice.
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime, CODE)
+        suspensions = runtime.suspensions
+        assert suspensions is not None
+        stored = await store.get(suspension.id)
+        assert stored is not None
+        record = await suspensions.unseal(stored)
+        assert record is not None
+        paused = _Paused.unpack(record.state)
+        assert paused.announced
+        elsewhere = paused._replace(deferred={ANNOUNCED: "crm.create"}).pack()
+        assert await store.claim(stored.id, now=time.time(), tombstone=b"") is not None
+        assert await store.restore(await suspensions.seal(dataclasses.replace(record, state=elsewhere)))
+
+        resumed = await runtime.resume(suspension.id, approved=True)
+
+    assert resumed.failure == SuspensionFailed(suspension_id=suspension.id, reason="unrestorable"), resumed.text
+    assert [entry[:2] for entry in crm.journal()] == [("create", "one")]
