@@ -32,6 +32,7 @@ from mycelium.suspensions import (
     SuspensionLimitReached,
     SuspensionStore,
 )
+from mycelium.suspensions._sqlite import HELD
 from mycelium.suspensions._store import MAX_FOUND
 from tests.support import release_0_1_0
 from tests.support.paths import ROOT, worker
@@ -132,6 +133,16 @@ async def test_a_tombstone_keeps_its_decision(store: SuspensionStore) -> None:
     tombstone = await store.get("s-1")
     assert tombstone is not None
     assert (tombstone.claimed, tombstone.decision) == (True, b"approved")
+
+
+@pytest.mark.parametrize("size", [1, 300 * 1024, 2 * 1024 * 1024])
+async def test_a_record_comes_back_whole_whatever_its_size(store: SuspensionStore, size: int) -> None:
+    # SQLite reads a small record on the event loop and a large one in its thread: both whole.
+    stored = suspension(record=bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    await store.put(stored, max_per_session=5)
+    assert await store.get(stored.id) == stored
+    assert await store.find("session-1", "call-1") == [stored]
+    assert await store.get("missing") is None
 
 
 async def test_a_tombstone_holds_its_id_so_it_is_never_stored_again(store: SuspensionStore) -> None:
@@ -558,3 +569,34 @@ except ImportError as error:
 """
     finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert "pip install 'mycelium-codemode[postgres]'" in finished.stdout
+
+
+# -- counting a session's pauses ---------------------------------------------------------------
+
+
+async def test_a_sqlite_store_counts_a_sessions_pauses_without_reading_its_tombstones(tmp_path: Path) -> None:
+    # A file an earlier release made gets the index too, once it has the column the index needs.
+    path = tmp_path / "suspensions.sqlite"
+    shutil.copyfile(release_0_1_0.SQLITE, path)
+    async with aclosing(SqliteSuspensions(path)) as store:
+        await store.find(None, release_0_1_0.TOOL_CALL_ID)  # opens the file
+    with closing(sqlite3.connect(path)) as db:
+        plan = " ".join(str(step) for step in db.execute(f"EXPLAIN QUERY PLAN {HELD}", ("s", 0.0)))
+    assert "USING INDEX suspensions_held" in plan
+
+
+async def test_a_postgres_store_counts_a_sessions_pauses_without_reading_its_tombstones(
+    postgres_uri: str, postgres_table: str
+) -> None:
+    import asyncpg
+
+    async with aclosing(PostgresSuspensions(postgres_uri, table=postgres_table)) as store:
+        await store.put(suspension(), max_per_session=5)  # makes the table
+        connection = await asyncpg.connect(postgres_uri)
+        try:
+            # A table this small is read whole unless told otherwise: what matters is that the index can answer.
+            await connection.execute("SET enable_seqscan = off")
+            plan = "\n".join(row[0] for row in await connection.fetch(f"EXPLAIN {store.held_query}", "s", 0.0))
+        finally:
+            await connection.close()
+    assert f"{postgres_table}_held" in plan

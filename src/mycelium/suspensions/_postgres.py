@@ -41,6 +41,9 @@ class PostgresSuspensions(PostgresTable):
     ) -> None:
         super().__init__(dsn, pool, table)
         self._index = f'"{table}_by_call"'
+        self._held_index = f'"{table}_held"'
+        self.held_query = f"SELECT count(*) FROM {self._table} WHERE session = $1 AND expires_at > $2 AND NOT claimed"
+        """How many pauses a session holds, as :meth:`put` counts them (the held index answers it)."""
 
     async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
         """Store ``suspension`` unless its session is full or its id is taken, in one transaction."""
@@ -53,11 +56,7 @@ class PostgresSuspensions(PostgresTable):
             await connection.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{self._table}:{session}"
             )
-            held = await connection.fetchval(
-                f"SELECT count(*) FROM {self._table} WHERE session = $1 AND expires_at > $2 AND NOT claimed",
-                session,
-                time.time(),
-            )
+            held = await connection.fetchval(self.held_query, session, time.time())
             if held >= max_per_session:
                 raise SuspensionLimitReached(f"the session already holds {held} suspensions")
             try:
@@ -181,4 +180,10 @@ class PostgresSuspensions(PostgresTable):
                 await connection.execute(f"ALTER TABLE {self._table} ADD COLUMN IF NOT EXISTS {_CLAIMED}")
             await connection.execute(
                 f"CREATE INDEX IF NOT EXISTS {self._index} ON {self._table} (session, tool_call_id)"
+            )
+            # What put counts: a session's unclaimed rows only, so a table full of tombstones does not
+            # make every pause slower (without it the count reads every row the session ever stored).
+            await connection.execute(
+                f"CREATE INDEX IF NOT EXISTS {self._held_index} ON {self._table} (session, expires_at)"
+                " WHERE NOT claimed"
             )

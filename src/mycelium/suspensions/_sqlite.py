@@ -31,6 +31,15 @@ _SCHEMA = (
 )""",
     "CREATE INDEX IF NOT EXISTS suspensions_by_call ON suspensions (session, tool_call_id)",
 )
+_HELD_INDEX = "CREATE INDEX IF NOT EXISTS suspensions_held ON suspensions (session, expires_at) WHERE claimed = 0"
+"""What put counts: a session's unclaimed rows only. Without it the count reads every row the session
+ever stored, tombstones included, and each pause gets slower as they pile up. Made once the columns are."""
+HELD = "SELECT count(*) FROM suspensions WHERE session = ? AND expires_at > ? AND claimed = 0"
+"""How many pauses a session holds, as ``put`` counts them (the held index answers it)."""
+_MAYBE_FOUND = "SELECT 1 FROM suspensions WHERE session = ? AND tool_call_id = ? LIMIT 1"
+_SMALL_ONE = f"SELECT {COLUMNS} FROM suspensions WHERE id = ? AND length(record) <= ?"
+_ON_LOOP_BYTES = 256 * 1024
+"""The largest record read on the event loop (well under a millisecond); a larger one is read in the thread."""
 _ADDED_COLUMNS = {"claimed": "claimed INTEGER NOT NULL DEFAULT 0"}
 """Columns added since release 0.1.0, by name: a file made before gets them when opened."""
 
@@ -41,7 +50,9 @@ class SqliteSuspensions:
     The file and its table are made on first use; the folder must exist. A file made by an
     earlier release gets the columns it lacks then, in place. Each answer is
     one statement or one ``BEGIN IMMEDIATE`` transaction, so it is atomic across
-    processes too, and runs in a worker thread so a busy file never holds the event loop.
+    processes too, and runs in a worker thread so a busy file never holds the event loop
+    (but for two small reads tried on the loop first without waiting: whether a tool call has
+    any row at all, and a record of at most 256 KiB; see :meth:`_on_loop`).
 
     Another process holding the file makes a statement wait at most ``busy_timeout_ms``
     (5 s). A caller that stops waiting sooner (the runtime's ``store_timeout_ms``, or its
@@ -58,6 +69,9 @@ class SqliteSuspensions:
         self._busy_timeout_s = busy_timeout_ms / 1000
         self._lock = threading.Lock()  # one connection, used by one thread at a time
         self._db: sqlite3.Connection | None = None
+        # A second connection for the small reads tried on the event loop (see _on_loop), never waiting.
+        self._probe_lock = threading.Lock()
+        self._probe: sqlite3.Connection | None = None
         self._closed = False
 
     async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
@@ -67,10 +81,7 @@ class SqliteSuspensions:
         def put(db: sqlite3.Connection) -> None:
             db.execute("BEGIN IMMEDIATE")  # the count and the insert see one state, also across processes
             with db:  # commits, or rolls back on any exception
-                (held,) = db.execute(
-                    "SELECT count(*) FROM suspensions WHERE session = ? AND expires_at > ? AND claimed = 0",
-                    (session, time.time()),
-                ).fetchone()
+                (held,) = db.execute(HELD, (session, time.time())).fetchone()
                 if held >= max_per_session:
                     raise SuspensionLimitReached(f"the session already holds {held} suspensions")
                 try:
@@ -82,10 +93,15 @@ class SqliteSuspensions:
 
     async def get(self, suspension_id: str) -> StoredSuspension | None:
         """The suspension or its tombstone, expired or not, if it is stored."""
+        row = self._on_loop(_SMALL_ONE, (suspension_id, _ON_LOOP_BYTES))
+        if row:  # else none is stored, or it is a large one, or the loop could not ask: the thread reads it
+            return from_row(row)
         return await self._one(f"SELECT {COLUMNS} FROM suspensions WHERE id = ?", (suspension_id,))
 
     async def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
         """This session's suspensions of the tool call and their tombstones, newest first, expired ones too."""
+        if self._on_loop(_MAYBE_FOUND, (session_id or "", tool_call_id)) == ():
+            return []  # the common answer: a new tool call never paused
         rows = await self._run(
             lambda db: db.execute(
                 f"SELECT {COLUMNS} FROM suspensions WHERE session = ? AND tool_call_id = ?"
@@ -165,8 +181,35 @@ class SqliteSuspensions:
                 if self._db is not None:
                     self._db.close()
                     self._db = None
+            with self._probe_lock:
+                if self._probe is not None:
+                    self._probe.close()
+                    self._probe = None
 
         await anyio.to_thread.run_sync(close)
+
+    def _on_loop(self, sql: str, parameters: tuple[object, ...]) -> tuple[object, ...] | None:
+        """The first row of a small read, asked on the event loop without waiting: ``()`` when
+        there is none, ``None`` when it cannot say at once (then the thread's answer is awaited).
+
+        Every execute of a runtime with suspensions asks whether its tool call paused before,
+        and every resume reads its record; a thread's round trip costs more than either. Only
+        an index lookup or a record of at most ``_ON_LOOP_BYTES`` is read here.
+        """
+        if self._db is None or not self._probe_lock.acquire(blocking=False):
+            return None  # not opened yet (the thread makes the file), or in use elsewhere
+        try:
+            if self._closed:
+                return None  # the thread's answer says the store is closed
+            if self._probe is None:
+                # timeout=0: a file another process holds answers "busy" at once instead of waiting.
+                self._probe = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=0)
+            row: tuple[object, ...] | None = self._probe.execute(sql, parameters).fetchone()
+        except sqlite3.Error:
+            return None
+        finally:
+            self._probe_lock.release()
+        return () if row is None else row
 
     async def _one(self, sql: str, parameters: tuple[object, ...]) -> StoredSuspension | None:
         row = await self._run(lambda db: db.execute(sql, parameters).fetchone())
@@ -209,3 +252,4 @@ def _make_schema(db: sqlite3.Connection) -> None:
         for name, definition in _ADDED_COLUMNS.items():
             if name not in present:
                 db.execute(f"ALTER TABLE suspensions ADD COLUMN {definition}")
+        db.execute(_HELD_INDEX)

@@ -21,9 +21,10 @@ One job a module: ``_sandbox`` (``MontySandbox``: configuration, one run from st
 end, the workspace mount), ``_pool`` (the worker processes), ``_watch`` (noticing a worker
 that died), ``_namespaces`` (the guest's modules of one revision), ``_calls`` (the calls of
 one run, each owned until it settles), ``_stepping`` (driving a run step by step so it can
-pause), ``_paused`` (a paused run's byte form), ``_outcomes`` (a call's outcome as the guest
-gets it), ``_errors`` (Monty's errors as typed failures), ``_type_check``, ``_output`` (what
-a run printed) and ``_conversions``.
+pause), ``_fed_pause`` (pausing a run fed whole, from inside its deferred call), ``_paused``
+(a paused run's byte form), ``_outcomes`` (a call's outcome as the guest gets it),
+``_errors`` (Monty's errors as typed failures), ``_type_check``, ``_output`` (what a run
+printed) and ``_conversions``.
 """
 
 from ._sandbox import MontySandbox, WorkspaceResolver

@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import inspect
 import threading
-from collections.abc import Awaitable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NoReturn
 
 import anyio
 
+from ..._access import DecisionDeferred
 from ..._bindings import BindingCallback
 from ..._exceptions import InvalidInput, OperationFailed, ToolError
 from ..._values import JsonTooLarge, JsonValue, NotJson, json_size
@@ -46,6 +47,8 @@ class _GuestRun:
         self.earlier_calls = 0
         self.earlier_failures: list[OperationFailed] = []
         self.worker: _Worker | None = None
+        # Where a call fed to Monty hands its deferred decision, in a run that may pause while fed.
+        self.pausing: _Pausing | None = None
         # Monty places calls from a thread of its own, so placing and closing take turns.
         self._placing = threading.Lock()
         self._closed = False
@@ -83,7 +86,7 @@ class _GuestRun:
         """Own ``pending``, a call of ``path`` already placed with its binding."""
         if not entered:
             self._unsettled.enter()  # a resumed run's paused call: over the limit for a moment at most
-        tracked = _Call(path, pending, self._unsettled)
+        tracked = _Call(path, pending, self._unsettled, self.pausing)
         with self._placing:
             if self._closed:  # the run ended while this call was on its way: it never starts
                 tracked.cancel()
@@ -167,12 +170,15 @@ class _Call:
     awaits it exactly once, and a call never started is closed, never left unawaited.
     """
 
-    __slots__ = ("_unsettled", "_waiter", "coroutine", "failure", "path", "pending", "settled", "task")
+    __slots__ = ("_pausing", "_unsettled", "_waiter", "coroutine", "failure", "path", "pending", "settled", "task")
 
-    def __init__(self, path: str, pending: Awaitable[JsonValue], unsettled: _Unsettled) -> None:
+    def __init__(
+        self, path: str, pending: Awaitable[JsonValue], unsettled: _Unsettled, pausing: _Pausing | None = None
+    ) -> None:
         self.path = path
         self.pending = pending
         self._unsettled = unsettled
+        self._pausing = pausing
         self.task: asyncio.Task[Any] | None = None
         self.settled = False
         self._waiter: anyio.Event | None = None  # made only for a call the run left behind
@@ -183,6 +189,10 @@ class _Call:
         self.task = asyncio.current_task()
         try:
             return await self.pending
+        except DecisionDeferred as exc:
+            if self._pausing is None:  # a stepped run collects it from the task
+                raise
+            await self._pausing(self, exc)
         except InvalidInput as exc:
             raise ValueError(str(exc)) from None
         except ToolError as exc:
@@ -247,6 +257,10 @@ class _Call:
             if self._waiter is None:
                 self._waiter = anyio.Event()
             await self._waiter.wait()
+
+
+_Pausing = Callable[[_Call, DecisionDeferred], Awaitable[NoReturn]]
+"""Captures a fed run at a call whose decision is deferred, and ends the program there."""
 
 
 class _Unsettled:

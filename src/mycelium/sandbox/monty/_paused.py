@@ -17,6 +17,11 @@ from ._outcomes import _Outcome, _settled_form
 
 _STATE_MAGIC = b"MYCMONTY"
 _STATE_VERSION = 1
+# A state whose call is announced again on loading: a process of a release before it refuses it.
+_ANNOUNCED_VERSION = 2
+ANNOUNCED = 0
+"""The id a run paused from inside its deferred call keeps that call under: Monty's own id for it
+is not known until the state is loaded and the call announced again."""
 
 
 class _Paused(NamedTuple):
@@ -36,11 +41,14 @@ class _Paused(NamedTuple):
     """Operation calls placed so far, the deferred ones included: the limit is the whole run's."""
     failures: list[OperationFailed]
     """The host failures calls settled with so far, to report one the program leaves unhandled."""
+    announced: bool = False
+    """Paused from inside the deferred call of a fed run (one, under :data:`ANNOUNCED`): loading
+    the state announces that call again, where a stepped run's state waits for its future."""
 
     def pack(self) -> bytes:
         """The byte form (see :mod:`mycelium._framing`): a JSON header, then Monty's snapshot."""
         header = {
-            "v": _STATE_VERSION,
+            "v": _ANNOUNCED_VERSION if self.announced else _STATE_VERSION,
             "ready": list(self.ready.items()),
             "deferred": list(self.deferred.items()),
             "slept": self.slept,
@@ -54,7 +62,7 @@ class _Paused(NamedTuple):
         """Read the byte form back; raise :class:`Unrestorable` for anything else."""
         try:
             header, snapshot = unframe(_STATE_MAGIC, state)
-            if header["v"] != _STATE_VERSION:
+            if header["v"] not in (_STATE_VERSION, _ANNOUNCED_VERSION):
                 raise ValueError(f"state version {header['v']!r}")
             ready = {int(call_id): _settled_form(outcome) for call_id, outcome in header["ready"]}
             deferred = {int(call_id): str(path) for call_id, path in header["deferred"]}
@@ -64,8 +72,9 @@ class _Paused(NamedTuple):
                 OperationFailed(module=module, operation=operation, path=path, reference=reference)
                 for module, operation, path, reference in header["failures"]
             ]
+            announced = header["v"] == _ANNOUNCED_VERSION
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise Unrestorable(f"the paused run's state cannot be read: {exc}") from None
-        if not deferred or not snapshot:
+        if not deferred or not snapshot or (announced and list(deferred) != [ANNOUNCED]):
             raise Unrestorable("the paused run's state is incomplete")
-        return cls(snapshot, ready, deferred, slept, calls_made, failures)
+        return cls(snapshot, ready, deferred, slept, calls_made, failures, announced)

@@ -18,6 +18,7 @@ from ...failures import SandboxError, TransportLost
 from .._contract import UNENFORCED_LIMIT_NOTICES, PendingCalls, Sandbox, SandboxRequest, UnenforcedLimit, Unrestorable
 from ._calls import _GuestRun
 from ._errors import _failure_for
+from ._fed_pause import _FedPause, pausable_fed
 from ._language import MONTY_LANGUAGE
 from ._namespaces import _RUN, _GuestModules, _RunSlot
 from ._output import _PrintBuffer
@@ -161,9 +162,11 @@ class MontySandbox(Sandbox):
     async def execute(self, request: SandboxRequest, signal: AbortSignal) -> JsonValue:
         """Run ``request.code`` in a fresh Monty session; see :mod:`mycelium.sandbox.monty` for limits.
 
-        A ``suspendable`` request is driven step by step, so that it can pause: when a call's
-        binding raises :class:`~mycelium.sandbox.DecisionDeferred`, the calls still in flight
-        settle, the run is captured, and :class:`~mycelium.sandbox.Suspended` is raised.
+        A ``suspendable`` request can pause: when a call's binding raises
+        :class:`~mycelium.sandbox.DecisionDeferred`, the calls still in flight settle, the run is
+        captured, and :class:`~mycelium.sandbox.Suspended` is raised. A program whose calls are
+        each awaited where they are made, with nothing beside them, is fed whole and captured
+        from inside the deferred call; any other is driven step by step.
         """
         return await self._run(request, signal, None)
 
@@ -188,9 +191,15 @@ class MontySandbox(Sandbox):
         # Without stubs nothing can be checked (every operation would look unknown); a resumed
         # program was checked before it first ran.
         type_check = self._type_check and bool(request.stubs) and restore is None
-        stepped = request.suspendable or restore is not None
         guest = self._guest_modules(request, type_check)
         run = _GuestRun(request, self._max_calls, self._max_in_flight)
+        # A run that may pause is fed whole when it can be captured from inside its deferred
+        # call (see _fed_pause); else it is driven step by step, as a resumed one always is.
+        fed_pause = None
+        if request.suspendable and restore is None and pausable_fed(request.code, guest.modules):
+            fed_pause = _FedPause(run)
+            run.pausing = fed_pause.capture
+        stepped = (request.suspendable and fed_pause is None) or restore is not None
         stepper = _Stepper(run, guest, self._sleep_max, self._total_sleep) if stepped else None
         printed = _PrintBuffer(self._max_print)
         # Driven step by step, each call also costs Monty a step to deliver its outcome.
@@ -221,6 +230,8 @@ class MontySandbox(Sandbox):
                 type_check_format="json",
             ) as session:
                 run.worker = _Worker(session, self._pool.exits)
+                if fed_pause is not None:
+                    fed_pause.session = session
                 try:
                     if type_check:
                         await _check_types(session, guest, request.code, signal)
@@ -230,6 +241,8 @@ class MontySandbox(Sandbox):
                         feed = session.feed_run(
                             guest.program(request.code), print_callback=printed.write, mount=mount, skip_type_check=True
                         )
+                        if fed_pause is not None:
+                            feed = fed_pause.feed(feed)
                     value = await _until_stopped(feed, signal, worker=run.worker)
                     result = run.result(value, request.max_result_bytes)
                     if not run.all_settled():  # the common case waits for nothing: no stop to watch for

@@ -123,9 +123,22 @@ class _Stepper:
         self._slept = paused.slept
         self._run.earlier_calls = paused.calls_made - len(paused.deferred)  # those are placed again now
         self._run.earlier_failures = paused.failures
+        if paused.announced:
+            return await self._announced(snap, paused, restore.pending)
         for call_id, path in paused.deferred.items():
             self._start(call_id, self._run.track(path, restore.pending[call_id]()))
         return snap
+
+    async def _announced(self, snap: AsyncSnapshot, paused: _Paused, pending: PendingCalls) -> AsyncSnapshot:
+        """Go on with a run paused from inside its deferred call (see ``_fed_pause``): loading it
+        announces that call again, under Monty's own id; it runs as the call the pause kept, and
+        the program waits for it as for any call."""
+        ((kept, path),) = paused.deferred.items()
+        leaf = self._guest.leaves.get(snap.function_name) if isinstance(snap, AsyncFunctionSnapshot) else None
+        if not isinstance(snap, AsyncFunctionSnapshot) or leaf is None or leaf.path != path:
+            raise Unrestorable("the paused run does not wait at the call it paused at")
+        self._start(snap.call_id, self._run.track(path, pending[kept]()))
+        return await snap.resume({"future": ...})
 
     def _place(self, snap: AsyncFunctionSnapshot) -> ExternalResult:
         leaf = self._guest.leaves.get(snap.function_name)
@@ -173,6 +186,9 @@ class _Stepper:
     async def _deliver(self, snap: AsyncFutureSnapshot) -> AsyncSnapshot:
         """Hand the program the outcomes it waits for, waiting for at least one if none is ready."""
         waited = snap.pending_call_ids
+        # A call usually settles while Monty hands over the future: collected first, it is
+        # delivered without a wait (and the loop trips a wait costs).
+        self._collect()
         if not any(call_id in self._ready for call_id in waited):
             running = [self._running[call_id] for call_id in waited if call_id in self._running]
             if not running:
