@@ -573,9 +573,11 @@ def create_mcp(
     2026-07-28 client's own retries of such a pause wait for the person up to ``approval_wait_ms`` in
     all (20 s) before the model is given the handle; 0 gives it the handle at once.
     ``freeze_loaded``: once the server runs, what the process has loaded is collected and frozen
-    (:func:`gc.freeze`), so no later full collection walks it. For a process that serves one
-    server for its life (``mycelium serve`` sets it): a frozen object that later becomes cyclic
-    garbage is never collected. By default the collector is left as the host set it.
+    (:func:`gc.freeze`), and once more after the first 100 answered requests, what they loaded
+    (the principal's runtime, the SDK's lazily made parts), so no later full collection walks it
+    (see :mod:`mycelium.mcp._collector`). For a process that serves one server for its life
+    (``mycelium serve`` sets it): a frozen object that later becomes cyclic garbage is never
+    collected. By default the collector is left as the host set it.
     """
     return McpServer(
         catalog=catalog,
