@@ -42,6 +42,7 @@ class LoopWatch:
     def __init__(self) -> None:
         self._tick = time.perf_counter()
         self._cpu = time.thread_time()
+        self._process_cpu = time.process_time()
         self._collecting = self._collecting_cpu = 0.0
         self.reset()
         gc.callbacks.append(self._collection)
@@ -49,6 +50,7 @@ class LoopWatch:
     def reset(self) -> None:
         self.worst = 0.0
         self.worst_cpu = 0.0  # the loop thread's CPU time within the worst gap
+        self.worst_process_cpu = 0.0  # the whole process's: beyond the loop's, its other threads held the GIL
         self.most_cpu = 0.0  # the most loop-thread CPU time within any one gap
         self.gc_worst = 0.0  # the longest garbage collection (it holds the GIL, so the loop too)
         self.gc_worst_cpu = 0.0  # the longest collection's CPU time (its wall time counts waiting for a core)
@@ -57,6 +59,7 @@ class LoopWatch:
         self.buckets = [0] * (STALL_BUCKETS + 1)
         self._tick = time.perf_counter()
         self._cpu = time.thread_time()
+        self._process_cpu = time.process_time()
 
     @property
     def gc_count(self) -> int:
@@ -100,12 +103,13 @@ class LoopWatch:
 
     async def run(self) -> None:
         while True:
-            self._tick, self._cpu = time.perf_counter(), time.thread_time()
+            self._tick, self._cpu, self._process_cpu = time.perf_counter(), time.thread_time(), time.process_time()
             await asyncio.sleep(TICK_SECONDS)
             gap = (time.perf_counter() - self._tick) * 1000
             cpu = (time.thread_time() - self._cpu) * 1000
             if gap > self.worst:
                 self.worst, self.worst_cpu = gap, cpu
+                self.worst_process_cpu = (time.process_time() - self._process_cpu) * 1000
             self.most_cpu = max(self.most_cpu, cpu)
             self.buckets[min(int(gap / STALL_BUCKET_MS), STALL_BUCKETS)] += 1
 

@@ -11,7 +11,8 @@ requests that each stand alone. Each server is warmed with 1,000 executes first;
 lanes alternate round by round.
 
     .venv/bin/python bench/mcp.py [--seconds S] [--rounds N] [--runs N] [--warmup N]
-                                  [--no-gc-tuning] [--sandbox-capacity N] [--profile DIR]
+                                  [--no-gc-tuning] [--sandbox monty|isolated]
+                                  [--sandbox-capacity N] [--profile DIR]
 
 Printed: execute requests per second and p50/p99 latency per lane at client concurrency
 1, 4 and 16 (one inner operation call per program), a program making 100 sequential
@@ -30,7 +31,8 @@ longer than the loop's CPU time in it is the process waiting for a core.
 Ours runs as ``mycelium serve`` does (``create_mcp(..., freeze_loaded=True)``: what
 start-up loaded is frozen, and once more what the first 100 requests loaded);
 ``--no-gc-tuning`` runs it with the collector left alone, to measure what that does.
-FastMCP is left as it comes. ``--profile DIR`` runs each server under cProfile and writes
+FastMCP is left as it comes. Ours runs Monty in process (``MontySandbox``, as FastMCP does);
+``--sandbox isolated`` runs it in child processes of its own, as ``mycelium serve`` does. ``--profile DIR`` runs each server under cProfile and writes
 ``DIR/<side>.prof``; ``--stall-stacks MS`` samples each server's loop-thread stack while
 its loop has not ticked for MS. The work lives in ``bench/mcp_bench.py``; this file is
 the entry point the issue names.

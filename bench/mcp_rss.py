@@ -8,6 +8,7 @@ tracked and frozen object counts) is printed every ``--every`` requests, up to
 ``--requests``. ``--no-gc-tuning`` serves without the freezes, to compare.
 
     .venv/bin/python bench/mcp_rss.py [--requests N] [--every N] [--concurrency N] [--no-gc-tuning]
+                                      [--sandbox monty|isolated]
 
 Target (issue 24, item 3): what the freezes keep for the process's life is bounded, so RSS
 after the first few thousand requests stays flat (growth per request well under 100 B).
@@ -43,6 +44,7 @@ async def run(arguments: argparse.Namespace) -> None:
         fastmcp_auth="token",
         stall_stacks=0.0,
         no_gc_tuning=arguments.no_gc_tuning,
+        sandbox=arguments.sandbox,
         profile=None,
     )
     server = await ServerProcess.start("ours", server_arguments)
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=2_000, help="print a row each time this many more were sent")
     parser.add_argument("--concurrency", type=int, default=16, help="clients sending at once")
     parser.add_argument("--warmup", type=int, default=1_000, help="untimed executes before the first row")
+    parser.add_argument("--sandbox", choices=("monty", "isolated"), default="monty", help="as in bench/mcp.py")
     parser.add_argument("--no-gc-tuning", action="store_true", help="serve with create_mcp(freeze_loaded=False)")
     asyncio.run(run(parser.parse_args()))
 
