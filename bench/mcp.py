@@ -28,14 +28,14 @@ program; (issue 24) our worst loop gap under 25 ms. On a shared 2-core machine t
 figures move by 20-30% between runs; the CPU per execute moves less, and a loop gap far
 longer than the loop's CPU time in it is the process waiting for a core.
 
-Ours runs as ``mycelium serve`` does (``create_mcp(..., freeze_loaded=True)``: what
-start-up loaded is frozen, and once more what the first 100 requests loaded);
-``--no-gc-tuning`` runs it with the collector left alone, to measure what that does.
-FastMCP is left as it comes. Ours runs Monty in process (``MontySandbox``, as FastMCP does);
-``--sandbox isolated`` runs it in child processes of its own, as ``mycelium serve`` does. ``--profile DIR`` runs each server under cProfile and writes
-``DIR/<side>.prof``; ``--stall-stacks MS`` samples each server's loop-thread stack while
-its loop has not ticked for MS. The work lives in ``bench/mcp_bench.py``; this file is
-the entry point the issue names.
+Ours tunes the collector as ``mycelium serve`` does (``create_mcp(..., freeze_loaded=True)``:
+what start-up loaded is frozen, and once more what the first 100 requests loaded);
+``--no-gc-tuning`` leaves it alone, to measure what that does. FastMCP is left as it comes.
+Ours runs Monty in process (``MontySandbox``, as FastMCP does); ``--sandbox isolated`` runs
+it in child processes of its own, as ``mycelium serve`` does. ``--profile DIR`` runs each
+server under cProfile and writes ``DIR/<side>.prof``; ``--stall-stacks MS`` samples each
+server's loop-thread stack while its loop has not ticked for MS. The work lives in
+``bench/mcp_bench.py``; this file is the entry point the issue names.
 """
 
 from __future__ import annotations
