@@ -3,12 +3,12 @@
 The server is ``bench/mcp.py``'s own (the same 20 tools, ``create_mcp(freeze_loaded=True)``
 as ``mycelium serve`` runs it, in a subprocess on loopback). After ``--warmup`` untimed
 executes, ``--concurrency`` clients send one-call executes, half of the rounds over
-2025-11-25 connections and half over 2026-07-28 requests, and the server's RSS (and its
-tracked and frozen object counts) is printed every ``--every`` requests, up to
-``--requests``. ``--no-gc-tuning`` serves without the freezes, to compare.
+2025-11-25 connections and half over 2026-07-28 requests (``--era`` for one only), and
+the server's RSS is printed every ``--every`` requests, up to ``--requests``.
+``--no-gc-tuning`` serves without the freezes, to compare.
 
     .venv/bin/python bench/mcp_rss.py [--requests N] [--every N] [--concurrency N] [--no-gc-tuning]
-                                      [--sandbox monty|isolated]
+                                      [--era both|2025-11-25|2026-07-28] [--sandbox monty|isolated]
 
 Target (issue 24, item 3): what the freezes keep for the process's life is bounded, so RSS
 after the first few thousand requests stays flat (growth per request well under 100 B).
@@ -33,7 +33,7 @@ from mcp_bench import (
     warm_up,
 )
 
-LANES = ("ours", "ours-2026")
+LANES = {"both": ("ours", "ours-2026"), "2025-11-25": ("ours",), "2026-07-28": ("ours-2026",)}
 SECONDS_PER_ROUND = 2.0
 
 
@@ -55,14 +55,15 @@ async def run(arguments: argparse.Namespace) -> None:
         first: tuple[int, int] | None = None
         next_row = 0
         async with AsyncExitStack() as stack:
-            clients = {lane: await lane_clients(stack, {"ours": server}, lane, arguments.concurrency) for lane in LANES}
-            for lane in LANES:
+            lanes = LANES[arguments.era]
+            clients = {lane: await lane_clients(stack, {"ours": server}, lane, arguments.concurrency) for lane in lanes}
+            for lane in lanes:
                 for client in clients[lane]:  # each client's first execute, uncounted
                     await execute(server, client, ONE_CALL[server.side], EXPECTED_ONE)
             server.executes = 0
             round_index = 0
             while server.executes < arguments.requests:
-                lane = LANES[round_index % 2]
+                lane = lanes[round_index % len(lanes)]
                 await drive(server, clients[lane], SECONDS_PER_ROUND, Load())
                 round_index += 1
                 if server.executes >= next_row:
@@ -81,6 +82,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=2_000, help="print a row each time this many more were sent")
     parser.add_argument("--concurrency", type=int, default=16, help="clients sending at once")
     parser.add_argument("--warmup", type=int, default=1_000, help="untimed executes before the first row")
+    parser.add_argument("--era", choices=tuple(LANES), default="both", help="the protocol eras the clients speak")
     parser.add_argument("--sandbox", choices=("monty", "isolated"), default="monty", help="as in bench/mcp.py")
     parser.add_argument("--no-gc-tuning", action="store_true", help="serve with create_mcp(freeze_loaded=False)")
     asyncio.run(run(parser.parse_args()))
