@@ -243,7 +243,13 @@ class Execution:
         self._inflight = 0
         # A sandbox may place calls from a thread of its own (Monty does) while calls settle on the loop.
         self._inflight_lock = threading.Lock()
-        self.bindings: Mapping[str, Mapping[str, BindingCallback]] = _GraphBindings(self)
+
+    @property
+    def bindings(self) -> Mapping[str, Mapping[str, BindingCallback]]:
+        """Transport alias -> relative path -> callback, for the sandbox request."""
+        # Made when asked rather than kept: a view kept here would refer back to this execution, a
+        # cycle that only the garbage collector frees, once per execute.
+        return _GraphBindings(self)
 
     @property
     def next_ordinal(self) -> int:

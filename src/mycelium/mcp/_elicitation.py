@@ -113,8 +113,13 @@ class RequestAccess:
         self._pause = pause
         self._modern = modern
         self._page = page
-        self.access = Access(explicit=True, session_grants=self._grants, confirm=self._confirm)
+
+    @property
+    def access(self) -> Access:
         """The access every operation call of the execute goes through."""
+        # Made when asked rather than kept: an Access kept here would hold this object's bound methods,
+        # a cycle that only the garbage collector frees, once per request.
+        return Access(explicit=True, session_grants=self._grants, confirm=self._confirm)
 
     async def refreshed(self) -> None:
         """Read the principal's authority again: what holds now, not when the person was asked."""

@@ -29,7 +29,6 @@ leaves to the host:
 from __future__ import annotations
 
 import contextvars
-import gc
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -59,6 +58,7 @@ from .._text import new_reference
 from ._approvals import PageApprovals, with_approval_argument
 from ._authentication import Authentication
 from ._bodies import DEFAULT_BODY_TIMEOUT_MS, BodyReader, Unread
+from ._collector import ServingCollector
 from ._elicitation import (
     APPROVAL,
     PausedRun,
@@ -169,7 +169,7 @@ class McpServer:
         # the handler only ever sees state it minted. A ring of this process alone serves one replica.
         suspensions = catalog.suspensions
         keys = secret_keys if secret_keys is not None else SecretKeys.of(secrets.token_hex(32))
-        self._freeze_loaded = freeze_loaded
+        self._collector = ServingCollector() if freeze_loaded else None
         wait_s = check_int("approval_wait_ms", approval_wait_ms) / 1000
         self._approvals = (
             PageApprovals(keys.approval_keys(), suspensions, wait_s=wait_s) if page_approvals and suspensions else None
@@ -288,6 +288,8 @@ class McpServer:
             await answered.finish(404, CONNECTION_ENDED)
             return
         await answered.finish()
+        if self._collector is not None:
+            self._collector.answered()
 
     async def _continue(
         self,
@@ -349,12 +351,8 @@ class McpServer:
         """Run the session manager; requests are served while this is entered. Once only."""
         quiet_closed_streams()
         async with self._manager.run():
-            if self._freeze_loaded:
-                # What is loaded by now (the app, the SDK, the catalog) lives as long as the server: kept
-                # out of every later full collection, which would otherwise walk it all while every
-                # client waits (a 150 ms stall with the SDK's objects alone).
-                gc.collect()
-                gc.freeze()
+            if self._collector is not None:
+                self._collector.started()
             self._running = True
             try:
                 yield self
@@ -587,9 +585,11 @@ def create_mcp(
     2026-07-28 client's own retries of such a pause wait for the person up to ``approval_wait_ms`` in
     all (20 s) before the model is given the handle; 0 gives it the handle at once.
     ``freeze_loaded``: once the server runs, what the process has loaded is collected and frozen
-    (:func:`gc.freeze`), so no later full collection walks it. For a process that serves one
-    server for its life (``mycelium serve`` sets it): a frozen object that later becomes cyclic
-    garbage is never collected. By default the collector is left as the host set it.
+    (:func:`gc.freeze`), and once more after the first 100 answered requests, what they loaded
+    (the principal's runtime, the SDK's lazily made parts), so no later full collection walks it
+    (see :mod:`mycelium.mcp._collector`). For a process that serves one server for its life
+    (``mycelium serve`` sets it): a frozen object that later becomes cyclic garbage is never
+    collected. By default the collector is left as the host set it.
     """
     return McpServer(
         catalog=catalog,
