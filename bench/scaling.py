@@ -26,7 +26,9 @@ Printed, each beside a floor measured in the same run (the machine is shared and
    does not grow with the catalog), and the host memory of each program: the most one run
    holds above what was there before it, and what stays once it is over. Then the one-call
    program through ``IsolatedSandbox``, what ``mycelium serve`` runs programs in (Monty in a
-   child process, which must not be sent the whole catalog with every run), at each size.
+   child process, which must not be sent the whole catalog with every run), at each size, its
+   module named on its own and under ``env`` (which holds every module: a session must not set
+   them all up for a program that uses one).
 4. **One wide operation** of each shape a schema grows by (a model's fields, nested models
    that become ``$defs``, a function's parameters, a JSON Schema's properties), narrow and
    wide: defining it, installing it alone, indexing, describing and rendering it, and the
@@ -469,30 +471,37 @@ async def executes(pool: AsyncMonty, leases: dict[int, Lease], runs: int, catalo
 
 
 async def isolated(catalogs: dict[int, list[Module]], runs: int) -> None:
-    """The one-call program through IsolatedSandbox at each catalog size, interleaved round by round."""
+    """The one-call program through IsolatedSandbox at each catalog size, by its module's own name
+    and under ``env`` (which holds every module), interleaved round by round."""
     sizes = sorted(catalogs)
+    spellings = {"by name": "", "under env": "env."}
     print("\nthe one-call program through IsolatedSandbox (ms), as mycelium serve runs it")
-    print(f"{'operations':>10} {'p50':>9} {'p99':>9} {'/ smallest':>10}")
+    print(f"{'operations':>10} " + " ".join(f"{name + ' p50':>15} {'p99':>8} {'/ smallest':>10}" for name in spellings))
     async with AsyncExitStack() as held:
-        runners = {}
+        runners: dict[tuple[int, str], Callable[[], Awaitable[object]]] = {}
         for size in sizes:
             runtime = Runtime(modules=catalogs[size], sandbox=IsolatedSandbox(max_idle_children=1))
             await held.enter_async_context(runtime)
             lease = await held.enter_async_context(runtime.lease())
-            runners[size] = executing(lease, program(1, catalogs[size][len(catalogs[size]) // 2].name))
+            middle = catalogs[size][len(catalogs[size]) // 2].name
+            for name, prefix in spellings.items():
+                runners[size, name] = executing(lease, program(1, prefix + middle))
         for run in runners.values():  # each child started and sent its revision
             for _ in range(3):
                 await run()
-        times: dict[int, list[float]] = {size: [] for size in sizes}
+        times: dict[tuple[int, str], list[float]] = {key: [] for key in runners}
         for _ in range(runs):
-            for size, run in runners.items():
+            for key, run in runners.items():
                 began = time.perf_counter_ns()
                 await run()
-                times[size].append((time.perf_counter_ns() - began) / 1e6)
-    smallest = statistics.median(times[sizes[0]])
+                times[key].append((time.perf_counter_ns() - began) / 1e6)
     for size in sizes:
-        median = statistics.median(times[size])
-        print(f"{size:>10,} {median:9.3f} {percentile(times[size], 0.99):9.3f} {median / smallest:10.2f}")
+        cells = []
+        for name in spellings:
+            median = statistics.median(times[size, name])
+            smallest = statistics.median(times[sizes[0], name])
+            cells.append(f"{median:15.3f} {percentile(times[size, name], 0.99):8.3f} {median / smallest:10.2f}")
+        print(f"{size:>10,} " + " ".join(cells))
 
 
 async def traced(run: Callable[[], Awaitable[object]], calls: int) -> tuple[int, float, int]:
