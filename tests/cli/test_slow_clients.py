@@ -309,3 +309,30 @@ async def test_the_whole_server_keeps_at_most_its_cap_of_idle_connections_whatev
         await served.says(f"the server keeps more than {total} connections waiting for a request")
         assert all([await healthy(connection) for connection in [*idle[1:], newest]])
     assert "send on this one, then retry" in refused_with_advice(over_cap, 429)
+
+
+def open_sockets(served: Replica) -> int:
+    """How many sockets the server process holds open (its listening one included)."""
+    folder = Path(f"/proc/{served.process.pid}/fd")
+    held = 0
+    for entry in folder.iterdir():
+        with contextlib.suppress(OSError):  # an entry closed while listed
+            held += entry.readlink().name.startswith("socket:")
+    return held
+
+
+async def test_idle_connections_evicted_over_the_cap_release_their_sockets_at_once(tmp_path: Path) -> None:
+    # A lingering close of each evicted connection kept its socket open up to 2 s outside the cap: a storm
+    # of 500 connections a second from one machine used up a 1,024-file limit and stopped the server accepting.
+    total = 3
+    options = ["--max-idle-connections", str(total), "--header-timeout", "600"]
+    async with replica(tmp_path / "data", options=options) as served, AsyncExitStack() as stack:
+        async with wire(served.port) as fresh:
+            assert await healthy(fresh)
+        before = open_sockets(served)
+        storm = [await stack.enter_async_context(wire(served.port)) for _ in range(STALLED)]
+        async with wire(served.port) as fresh:
+            assert await healthy(fresh)  # accepted after every socket of the storm: they all were
+            held = open_sockets(served) - before
+        assert all([await connection.closed() for connection in storm[:-total]])
+    assert held <= total + 1, held  # the idle ones the cap keeps, and the fresh one

@@ -8,18 +8,22 @@ section 9.6): the answer is written, then only the sending half is shut (the cli
 answer, then the end), and what the client still sends is read and dropped until it closes its
 side, for at most :data:`LINGER_SECONDS` and :data:`LINGER_BYTES`; only then is the socket closed.
 At either bound, an answer the client has still not taken is dropped with the connection: a client
-that reads nothing cannot hold a socket, or the answer's bytes, past them.
+that reads nothing cannot hold a socket, or the answer's bytes, past them. A connection with no
+answer to deliver and nothing unread can :meth:`Lingering.end` at once instead: no reset can cost
+it anything.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
+import socket
 import struct
 import termios
 from typing import Any
 
-__all__ = ["LINGER_BYTES", "LINGER_SECONDS", "Lingering", "unread_bytes"]
+__all__ = ["LINGER_BYTES", "LINGER_SECONDS", "Lingering", "reset", "unread_bytes"]
 
 LINGER_SECONDS = 2.0
 """How long a closing connection waits for the client to close its side, reading what it sends."""
@@ -61,7 +65,7 @@ class Lingering:
         if not self._transport.can_write_eof():
             self._transport.close()
             return
-        self._deadline = self._loop.call_later(LINGER_SECONDS, self._end)
+        self._deadline = self._loop.call_later(LINGER_SECONDS, self.end)
         # Flow control may have paused reading: unread bytes are what turns the close into a reset.
         self._transport.resume_reading()
         self._transport.write_eof()
@@ -70,12 +74,13 @@ class Lingering:
         """Drop ``data``, which came while lingering; close once more came than the bound."""
         self._dropped += len(data)
         if self._dropped > LINGER_BYTES:
-            self._end()
+            self.end()
 
-    def _end(self) -> None:
+    def end(self) -> None:
+        """Close now, without lingering: what was written drains first unless the client has left it unread."""
         # A plain close waits for the answer to drain, which a client that never reads never lets it do.
         if self._transport.get_write_buffer_size():
-            self._transport.abort()
+            reset(self._transport)
         else:
             self._transport.close()
 
@@ -83,6 +88,19 @@ class Lingering:
         """The connection is gone: stop the lingering's deadline."""
         if self._deadline is not None:
             self._deadline.cancel()
+
+
+def reset(transport: asyncio.Transport) -> None:
+    """Drop the connection with a reset, and with it what the kernel still holds to send.
+
+    ``abort`` alone drops only the transport's buffer: the socket's close still leaves the kernel
+    delivering its send queue (megabytes on loopback) to a client that may never read it, for minutes.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
 
 
 def unread_bytes(transport: asyncio.BaseTransport) -> int:

@@ -27,8 +27,9 @@ never read) makes the answer's writer wait for room with no deadline; once the c
 more unsent than the transport's high-water mark for ``send_timeout_s``, it is dropped, so such
 a client holds neither a task nor the answer's bytes past that bound.
 
-Every close lingers (``mycelium.cli._lingering``): the client reads the 408 or 429, then the end
-of the connection, never a reset that would have thrown the answer away.
+Every close that answers lingers (``mycelium.cli._lingering``): the client reads the 408 or 429,
+then the end of the connection, never a reset that would have thrown the answer away. A silent close
+of a connection with nothing unread on it is immediate, so the caps above bound the open files.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from ..mcp._bodies import DEFAULT_BODY_TIMEOUT_MS
 from ..mcp._clients import WarningBudget, address_key, once_a_minute, shown_address
 from ..mcp._http import error_body
 from ._console import logger
-from ._lingering import Lingering, unread_bytes
+from ._lingering import Lingering, reset, unread_bytes
 
 __all__ = [
     "HEADER_TIMEOUT_SECONDS",
@@ -242,7 +243,7 @@ class _BoundedH11(H11Protocol):
             self._limits.send_timeout_s,
         )
         # Nothing written can reach a client that reads nothing: the answer goes with the connection.
-        self.transport.abort()
+        reset(self.transport)
 
     def _head_late(self) -> None:
         timeout = self._limits.header_timeout_s
@@ -300,6 +301,12 @@ class _BoundedH11(H11Protocol):
         so h11 holds no request to answer, and nothing else goes out on this connection.
         """
         self._stop_waiting()
+        if status is None and self._lingering is not None and not unread_bytes(self.transport):
+            # Nothing is owed to the client and nothing it sent sits unread, so no reset can throw an answer
+            # away; a lingering close would keep the socket's file open up to 2 s past the idle caps, and a
+            # storm of connections evicting each other used up the process's open files that way.
+            self._lingering.end()
+            return
         if status is not None:
             body = error_body(message)
             head = [
