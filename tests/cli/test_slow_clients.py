@@ -82,6 +82,16 @@ def read_to_the_end(sock: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+def what_one_more_connection_gets(port: int) -> bytes:
+    """What a new connection asking for ``/healthz`` reads to its end (nothing, if it is reset at any point)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=ANSWER_WITHIN_S) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            return read_to_the_end(sock)
+    except (ConnectionResetError, BrokenPipeError):
+        return b""
+
+
 def warnings_naming(served: Replica, text: str) -> list[str]:
     return [line for line in served.log if text in line]
 
@@ -336,3 +346,15 @@ async def test_idle_connections_evicted_over_the_cap_release_their_sockets_at_on
             held = open_sockets(served) - before
         assert all([await connection.closed() for connection in storm[:-total]])
     assert held <= total + 1, held  # the idle ones the cap keeps, and the fresh one
+
+
+async def test_a_connection_past_the_servers_cap_is_reset_as_it_is_accepted_and_the_others_are_served(
+    tmp_path: Path,
+) -> None:
+    cap = 3
+    async with replica(tmp_path / "data", options=["--max-connections", str(cap)]) as served, AsyncExitStack() as stack:
+        held = [await stack.enter_async_context(wire(served.port)) for _ in range(cap)]
+        assert all([await healthy(connection) for connection in held])  # each one counted by now
+        assert what_one_more_connection_gets(served.port) == b""  # its socket was given back at once
+        await served.says(f"the server holds {cap} connections, the most it may (--max-connections)")
+        assert all([await healthy(connection) for connection in held])

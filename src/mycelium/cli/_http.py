@@ -42,7 +42,7 @@ from ._console import logger
 from ._front import Front, Health, Probe
 from ._owned import LOCAL_PRINCIPAL
 from ._signals import stop_on_signal
-from ._sockets import ClientLimits, http_protocol
+from ._sockets import ClientLimits, accept_backlog, http_protocol
 from ._target import Target
 from ._tokens import Secret, TokenFileError
 
@@ -184,6 +184,8 @@ async def serve_http(
             front,
             # h11 whatever else is installed: the bounds on slow clients are written for its protocol.
             http=http_protocol(limits),
+            # Accepted in one go before any is counted: the burst must fit in the files the cap leaves.
+            backlog=accept_backlog(limits),
             lifespan="on",
             log_config=None,
             access_log=False,

@@ -40,6 +40,7 @@ from ._sockets import (
     MAX_IDLE_PER_ADDRESS,
     SEND_TIMEOUT_SECONDS,
     ClientLimits,
+    default_max_connections,
     default_max_idle_connections,
 )
 from ._stdio import serve_stdio
@@ -238,6 +239,16 @@ def serve(
             "(HTTP); when one more waits, the one that waited longest is closed.",
         ),
     ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=1_000_000,
+            show_default="three quarters of the open-file limit, 128 to 49,152",
+            help="How many connections the server holds at once, busy or idle (HTTP); one more is reset as it "
+            "is accepted. Keep it under the open-file limit.",
+        ),
+    ] = None,
     send_timeout: Annotated[
         float,
         typer.Option(
@@ -308,6 +319,7 @@ def serve(
                     max_idle_per_address,
                     send_timeout,
                     max_idle_connections or default_max_idle_connections(),
+                    max_connections or default_max_connections(),
                 ),
             )
         spans = exporting_spans(otlp_endpoint, name) if otlp_endpoint else contextlib.nullcontext()

@@ -55,6 +55,8 @@ __all__ = [
     "MAX_IDLE_PER_ADDRESS",
     "SEND_TIMEOUT_SECONDS",
     "ClientLimits",
+    "accept_backlog",
+    "default_max_connections",
     "default_max_idle_connections",
     "http_protocol",
 ]
@@ -66,14 +68,33 @@ MAX_IDLE_PER_ADDRESS = 64
 6 to a server, an HTTP client's pool 10 to 20)."""
 
 
-def default_max_idle_connections() -> int:
-    """Half the process's limit on open files (between 64 and 16,384): the rest is for busy connections and the rest."""
+def open_file_limit() -> int:
+    """The process's limit on open files (its soft limit; 4,096 where unknown or unlimited)."""
     try:
         import resource
     except ImportError:  # not POSIX
-        return 1024
+        return 4096
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return 16_384 if soft == resource.RLIM_INFINITY else max(64, min(16_384, soft // 2))
+    return 4096 if soft == resource.RLIM_INFINITY or soft <= 0 else soft
+
+
+def default_max_idle_connections() -> int:
+    """Half the process's limit on open files (between 64 and 16,384): the rest is for busy connections and the rest."""
+    return max(64, min(16_384, open_file_limit() // 2))
+
+
+def default_max_connections() -> int:
+    """Three quarters of the process's limit on open files (between 128 and 49,152): the last quarter
+    is for what the server opens itself (its stores, sandbox children, upstream servers, logs) and for
+    a burst of connections accepted before any is counted (see :func:`accept_backlog`)."""
+    return max(128, min(49_152, open_file_limit() * 3 // 4))
+
+
+def accept_backlog(limits: ClientLimits) -> int:
+    """How many connections the kernel queues for the server, and so the most the event loop
+    accepts in one go, before any of them is counted against ``max_connections``: a burst must fit
+    in the open files the cap leaves (half of them), up to uvicorn's own 2,048."""
+    return max(16, min(2048, (open_file_limit() - limits.max_connections) // 2))
 
 
 SEND_TIMEOUT_SECONDS = 30.0
@@ -95,6 +116,8 @@ class ClientLimits:
     """How long a connection whose client takes none of what was written to it may stay so before it is dropped."""
     max_idle_connections: int = field(default_factory=default_max_idle_connections)
     """How many connections the whole server keeps waiting for a request, whatever their addresses."""
+    max_connections: int = field(default_factory=default_max_connections)
+    """How many connections the server holds at once, busy or idle; one more is reset as it is accepted."""
 
 
 def http_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
@@ -106,6 +129,7 @@ def http_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
         _late_heads = once_a_minute()
         _over_cap = once_a_minute()
         _over_total = once_a_minute()
+        _over_connections = once_a_minute()
         _unread = once_a_minute()
 
     return Bounded
@@ -154,6 +178,7 @@ class _BoundedH11(H11Protocol):
     _late_heads: ClassVar[WarningBudget]
     _over_cap: ClassVar[WarningBudget]
     _over_total: ClassVar[WarningBudget]
+    _over_connections: ClassVar[WarningBudget]
     _unread: ClassVar[WarningBudget]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -163,10 +188,22 @@ class _BoundedH11(H11Protocol):
         """Whether bytes of a request came since this connection began waiting."""
         self._address: str | None = None
         self._lingering: Lingering | None = None
+        self._refused = False
         self._unread_since: asyncio.TimerHandle | None = None
         """Set while the transport holds more than its high-water mark the client has not taken."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self._limits.max_connections:
+            # Refused before it is anything of uvicorn's: its file is given back at once.
+            self._refused = True
+            self._over_connections.warn(
+                logger,
+                "the server holds %d connections, the most it may (--max-connections): reset a new one from %s",
+                len(self.connections),
+                shown_address(transport.get_extra_info("peername")),
+            )
+            reset(transport)
+            return
         # Every close of this connection, uvicorn's too, lingers, so the client reads the answer that ends it.
         self._lingering = Lingering(transport, self.loop)
         super().connection_made(self._lingering)  # type: ignore[arg-type]
@@ -199,6 +236,8 @@ class _BoundedH11(H11Protocol):
         self._stop_unread()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._refused:
+            return  # never uvicorn's
         self._stop_waiting()
         self._stop_unread()
         if self._lingering is not None:
