@@ -73,7 +73,7 @@ _INHERITED_ENVIRONMENT = frozenset(
 
 
 @dataclass(frozen=True)
-class Revision:
+class ChildRevision:
     """One revision of the catalog as the children are sent it: once each, then named by ``key``."""
 
     key: str
@@ -82,7 +82,7 @@ class Revision:
     _made_from: tuple[object, object, object]
 
     @classmethod
-    def of(cls, request: SandboxRequest, key: str) -> Revision:
+    def of(cls, request: SandboxRequest, key: str) -> ChildRevision:
         """The revision ``request`` is a run of (its namespaces, stubs and positional names), under ``key``."""
         positional: dict[str, dict[str, str]] = {}
         for alias, operations in request.bindings.items():
@@ -155,7 +155,7 @@ class _Child:
         self,
         request: SandboxRequest,
         message: RunMessage,
-        revision: Revision,
+        revision: ChildRevision,
         pending: PendingCalls | None,
         signal: AbortSignal,
     ) -> JsonValue:
@@ -174,7 +174,7 @@ class _Child:
         raise SandboxError(DeadlineExceeded(timeout_ms=request.timeout_ms, acknowledged=True))
 
     async def _supervised(
-        self, request: SandboxRequest, message: RunMessage, revision: Revision, pending: PendingCalls | None
+        self, request: SandboxRequest, message: RunMessage, revision: ChildRevision, pending: PendingCalls | None
     ) -> JsonValue:
         ended: Exception | None = None
         value: JsonValue = None
@@ -189,7 +189,7 @@ class _Child:
             raise ended
         return value
 
-    async def _hold(self, revision: Revision) -> None:
+    async def _hold(self, revision: ChildRevision) -> None:
         """Send ``revision`` unless the child holds it; count it run, as the child will."""
         if revision.key not in self._held:
             await self._send(revision.payload)

@@ -17,7 +17,7 @@ from ..monty import MontySandbox, WorkspaceResolver
 from ..monty._language import MONTY_LANGUAGE
 from ..wire import StartMessage
 from ._messages import KEPT_REVISIONS, ResumeInfo, RunMessage, state_text
-from ._process import Revision, _Child
+from ._process import ChildRevision, _Child
 
 _MIB = 1024 * 1024
 # The adapter's options a child is given as they are: numbers and flags only, nothing callable.
@@ -89,7 +89,7 @@ class IsolatedSandbox(Sandbox):
         self._growth = recycle_growth_bytes
         self._idle: list[_Child] = []
         self._children: set[_Child] = set()
-        self._revisions: OrderedDict[tuple[int, int, int], Revision] = OrderedDict()
+        self._revisions: OrderedDict[tuple[int, int, int], ChildRevision] = OrderedDict()
         self._made = 0
 
     async def __aenter__(self) -> Self:
@@ -153,7 +153,7 @@ class IsolatedSandbox(Sandbox):
         finally:
             await self._check_in(child)
 
-    def _revision(self, request: SandboxRequest) -> Revision:
+    def _revision(self, request: SandboxRequest) -> ChildRevision:
         """The revision ``request`` is a run of, made once: what every run of it would otherwise send whole."""
         key = (id(request.namespace_paths), id(request.modules), id(request.stubs))
         kept = self._revisions.get(key)
@@ -161,7 +161,7 @@ class IsolatedSandbox(Sandbox):
             self._revisions.move_to_end(key)
             return kept
         self._made += 1
-        revision = self._revisions[key] = Revision.of(request, f"r{self._made}")
+        revision = self._revisions[key] = ChildRevision.of(request, f"r{self._made}")
         if len(self._revisions) > KEPT_REVISIONS:
             self._revisions.popitem(last=False)
         return revision
