@@ -57,33 +57,28 @@ class _GuestModules:
         mine = self._keys
         return mine[0] is request.namespace_paths and mine[1] is request.modules and mine[2] is request.stubs
 
-    def named_in(self, code: str) -> list[str]:
-        """The top-level namespaces ``code`` names, sorted: the only ones it can reach (there is
-        no ``__import__`` or ``importlib`` to name one otherwise)."""
-        return sorted(self.modules.keys() & set(_IDENTIFIERS.findall(code)))
+    def prepare(self, code: str, *, whole: bool = False) -> tuple[str, dict[str, ExternalModule]]:
+        """The code as fed to Monty, and the modules its session is given (one scan of the code for both).
 
-    def program(self, code: str) -> str:
-        """The code as fed to Monty: one line binding the namespaces, then the guest's own lines.
-
-        Only the namespaces the code names are bound (each import costs a trip to the host);
-        the line is there either way, so guest line N is always line N + 1.
-        """
-        named = self.named_in(code)
-        return (f"import {', '.join(named)}" if named else "") + "\n" + code
-
-    def modules_for(self, code: str) -> dict[str, ExternalModule]:
-        """The modules a session running ``code`` is given: those it names, with only the names it spells.
+        The program is one line importing the namespaces the code names (each import costs a
+        trip to the host), then the guest's own lines; the line is there either way, so guest
+        line N is always line N + 1. There is no ``__import__`` or ``importlib``: a namespace the
+        code does not name is out of its reach.
 
         Importing a module costs Monty each of its operations and namespaces, in every session:
-        ``import env`` over 10,000 operations took 20 ms. A program reaches an attribute only by
-        spelling it (``env.notes.get`` spells ``notes`` and ``get``), unless it computes the name
-        (``getattr``, ``eval``): such a program is given every namespace whole.
+        ``import env`` over 10,000 operations took 20 ms. So the session is given only the names
+        the code spells (``env.notes.get`` spells ``notes`` and ``get``), unless it computes one
+        (``getattr``, ``eval``) or ``whole`` is asked (the type checker sees every namespace):
+        then every namespace it names comes whole.
         """
         words = set(_IDENTIFIERS.findall(code))
-        named = self.modules.keys() & words
+        named = sorted(self.modules.keys() & words)
+        program = (f"import {', '.join(named)}" if named else "") + "\n" + code
+        if whole:
+            return program, self.modules
         if words & _COMPUTED_ACCESS:
-            return {name: self.modules[name] for name in named}
-        return {name: self._spelled(name, words) for name in named}
+            return program, {name: self.modules[name] for name in named}
+        return program, {name: self._spelled(name, words) for name in named}
 
     def _spelled(self, path: str, words: set[str]) -> ExternalModule:
         attrs = self._attrs[path]

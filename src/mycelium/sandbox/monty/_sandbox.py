@@ -211,6 +211,7 @@ class MontySandbox(Sandbox):
             "max_suspensions": steps + _SUSPENSION_SLACK + len(guest.namespaces),
             "max_total_sleep_secs": self._total_sleep,
         }
+        program, modules = guest.prepare(request.code, whole=type_check)
         mount = self._mount(request.session_id)
         failure: Exception | None = None
         value: object = None
@@ -223,8 +224,7 @@ class MontySandbox(Sandbox):
         try:
             async with pool.checkout(
                 limits=limits,
-                # The type checker sees every namespace; a run is given only what its code names.
-                external_modules=guest.modules if type_check else guest.modules_for(request.code),
+                external_modules=modules,
                 os_policy={"sleep_system_max": self._sleep_max},
                 type_check=type_check,
                 type_check_format="json",
@@ -236,10 +236,10 @@ class MontySandbox(Sandbox):
                     if type_check:
                         await _check_types(session, guest, request.code, signal)
                     if stepper is not None:
-                        feed = stepper.drive(session, guest.program(request.code), printed, mount, restore)
+                        feed = stepper.drive(session, program, printed, mount, restore)
                     else:
                         feed = session.feed_run(
-                            guest.program(request.code), print_callback=printed.write, mount=mount, skip_type_check=True
+                            program, print_callback=printed.write, mount=mount, skip_type_check=True
                         )
                         if fed_pause is not None:
                             feed = fed_pause.feed(feed)
