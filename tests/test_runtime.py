@@ -371,6 +371,19 @@ async def test_a_runtime_left_because_its_scope_was_cancelled_still_closes_its_s
         _ = lease.execute_tool
 
 
+async def test_a_runtime_left_because_its_scope_was_cancelled_stops_the_runs_still_going_before_it_is_left() -> None:
+    # The program ignores its abort: only the cancellation of the work itself ends it.
+    program = Probe(ignore)
+    with anyio.fail_after(10), anyio.CancelScope() as scope:
+        async with Runtime(sandbox=ProbeSandbox(p=program)) as runtime, runtime.lease() as lease:
+            async with anyio.create_task_group() as group:
+                group.start_soon(lease.execute_tool.run, "p")
+                await program.started.wait()
+                scope.cancel()
+    assert program.settled.is_set()
+    assert not program.release.is_set()
+
+
 async def test_a_block_that_raised_with_a_lease_unreleased_leaves_with_its_own_exception(warned: Captured) -> None:
     sandbox = ClosingSandbox()
     leases: list[Lease] = []

@@ -5,21 +5,73 @@ slots per :class:`~mycelium.SharedSandbox` that many runtimes share. A run first
 registers as a waiter, then waits for a slot until the earlier of its admission-wait
 deadline and its own deadline; a waiter that expires or is cancelled is removed and
 never starts later. Once admitted, the run's backing work owns its slot until that work
-has really settled, even when the run was reported as stopped before then.
+has really settled, even when the run was reported as stopped before then. The runtime's
+task group owns that work, through :class:`BackingTasks`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import math
-from collections.abc import Awaitable, Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal
 
 import anyio
+import sniffio
 from anyio.abc import TaskGroup
 
 from ._signals import AbortSignal
 
-__all__ = ["BackingWork", "SandboxSlots"]
+__all__ = ["BackingTasks", "BackingWork", "SandboxSlots"]
+
+
+class BackingTasks:
+    """Starts a runtime's backing work; its task group owns every run until it ends.
+
+    On asyncio each run is a plain task: a child of an anyio task group costs about four
+    times as much to start (20 us against 5 us measured, a fifth of what an execute adds to
+    the sandbox's own time). The group still owns them, through one keeper task of its
+    own: when the group is cancelled, the keeper cancels the runs still going and waits for
+    them to end. On any other backend each run is a child of the group itself.
+
+    Made inside the group's task; :meth:`close` once every run has ended lets the group end.
+    """
+
+    def __init__(self, group: TaskGroup) -> None:
+        self._group = group
+        self._native: set[asyncio.Task[None]] | None = None
+        self._keeper = anyio.CancelScope()
+        if sniffio.current_async_library() == "asyncio":
+            self._native = set()
+            group.start_soon(self._keep, name="mycelium backing work")
+
+    def start_soon(self, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Start ``run`` now; it is owned until it ends."""
+        native = self._native
+        if native is None:
+            self._group.start_soon(run)
+            return
+        task = asyncio.get_running_loop().create_task(run())
+        native.add(task)
+        task.add_done_callback(native.discard)
+
+    def close(self) -> None:
+        """Stop the keeper, so the group can end. Runs still going are cancelled and waited for."""
+        self._keeper.cancel()
+
+    async def _keep(self) -> None:
+        assert self._native is not None
+        with self._keeper:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                left = list(self._native)
+                for task in left:
+                    task.cancel()
+                with anyio.CancelScope(shield=True):  # owned work ends before its owner does
+                    for task in left:
+                        await asyncio.wait([task])
 
 
 class BackingWork:
@@ -76,8 +128,8 @@ class SandboxSlots:
                 stop_watching()
         return "aborted" if signal.aborted else "expired"
 
-    def start(self, run: Callable[[], Awaitable[object]], tasks: TaskGroup) -> BackingWork:
-        """Start ``run`` in ``tasks`` (the runtime's) as backing work owning the slot :meth:`admit` took.
+    def start(self, run: Callable[[], Awaitable[object]], tasks: BackingTasks) -> BackingWork:
+        """Start ``run`` with ``tasks`` (the runtime's) as backing work owning the slot :meth:`admit` took.
 
         The work outlives the execute that started it when that execute is reported stopped
         first; the runtime's task group owns it until it settles.
@@ -86,7 +138,7 @@ class SandboxSlots:
         if not self._unsettled:
             self._all_settled = anyio.Event()
         self._unsettled += 1
-        tasks.start_soon(self._own, work, run)
+        tasks.start_soon(functools.partial(self._own, work, run))
         return work
 
     async def _own(self, work: BackingWork, run: Callable[[], Awaitable[object]]) -> None:
@@ -114,4 +166,11 @@ class SandboxSlots:
 
 def _foreign_cancellation(exc: BaseException) -> bool:
     """Whether ``exc`` is a cancellation exception although nothing cancelled the current task."""
-    return isinstance(exc, anyio.get_cancelled_exc_class()) and anyio.current_effective_deadline() != -math.inf
+    if not isinstance(exc, anyio.get_cancelled_exc_class()):
+        return False
+    if anyio.current_effective_deadline() == -math.inf:
+        return False  # a scope around this task was cancelled
+    if sniffio.current_async_library() != "asyncio":
+        return True
+    task = asyncio.current_task()  # a plain task (see BackingTasks) is cancelled without a scope
+    return task is None or not task.cancelling()

@@ -27,7 +27,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from ._access import Access, AccessRefusal
-from ._admission import SandboxSlots
+from ._admission import BackingTasks, SandboxSlots
 from ._bindings import Invoker, OperationErrorHandler
 from ._context import CallContext, InvocationContext, Session
 from ._direct_tools import DirectTool
@@ -209,6 +209,8 @@ class Runtime:
         check_backend(self.sandbox)
         self._entered = True
         tasks = await self._exit.enter_async_context(anyio.create_task_group())
+        backing = BackingTasks(tasks)
+        self._exit.callback(backing.close)  # before the group ends: __aexit__ waited for every run
         services = ExecuteServices(
             sandbox=self.sandbox,
             invoker=self._invoker,
@@ -219,7 +221,7 @@ class Runtime:
             requester=self.session.requester if self.session else None,
             on_sandbox_failure=self._on_sandbox_failure,
             suspensions=self.suspensions,
-            tasks=tasks,
+            tasks=backing,
         )
         self._running = _Running(tasks, LeaseTable(self._capabilities, tasks), services)
         return self

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from anyio.abc import TaskGroup
-
-from .._admission import SandboxSlots
+from .._admission import BackingTasks, SandboxSlots
 from .._bindings import Invoker
 from .._hooks import Observer
 from .._options import AdmissionPolicy, ExecutionOptions
@@ -29,7 +27,7 @@ class ExecuteServices:
     session_id: str | None
     on_sandbox_failure: Observer[FailureEvidence] | None
     suspensions: Suspensions | None
-    tasks: TaskGroup
-    """The runtime's task group: it owns each run's backing work until that work settles."""
+    tasks: BackingTasks
+    """Where each run's backing work starts: the runtime's task group owns it until it settles."""
     requester: str | None = None
     """Whom the session acts for (``Session.requester``), kept with each pause."""
