@@ -98,7 +98,7 @@ async def test_a_worker_the_pool_starts_only_after_the_feed_is_still_watched_and
     worker = _Worker(session, exits)
     try:
         with anyio.fail_after(QUICK_BOUND_S), anyio.CancelScope() as scope:
-            worker.watch(scope)
+            worker.watch(scope.cancel)
             session.worker_pid = process.pid  # the pool starts it only now
             process.kill()
             await anyio.sleep_forever()

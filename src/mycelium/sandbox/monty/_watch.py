@@ -13,7 +13,6 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable
 
-import anyio
 from pydantic_monty import AsyncMontySession
 
 from ..._signals import AbortError, AbortSignal
@@ -35,14 +34,15 @@ class _Worker:
         # Read before the feed: once it is sent, Monty may not report the pid until the run ends.
         self._pid = session.worker_pid
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._scope: anyio.CancelScope | None = None
+        self._stop: Callable[[], object] | None = None
         self._stop_watching: Callable[[], None] | None = None
         self._grace: asyncio.TimerHandle | None = None
         self.lost = False
 
-    def watch(self, scope: anyio.CancelScope) -> None:
+    def watch(self, stop: Callable[[], object]) -> None:
+        """Call ``stop`` on the event loop if the worker process exits before :meth:`unwatch`."""
         self._loop = asyncio.get_running_loop()
-        self._scope = scope
+        self._stop = stop
         self._start()
 
     def seen(self) -> None:
@@ -52,7 +52,7 @@ class _Worker:
             self._loop.call_soon_threadsafe(self._start)
 
     def _start(self) -> None:
-        if self._stop_watching is not None or self._scope is None or self._loop is None:
+        if self._stop_watching is not None or self._stop is None or self._loop is None:
             return
         pid = self._pid if self._pid is not None else self._session.worker_pid
         if pid is not None:
@@ -67,9 +67,9 @@ class _Worker:
             self._grace = self._loop.call_later(_WORKER_EXIT_GRACE_SECS, self._lost)
 
     def _lost(self) -> None:
-        if self._scope is not None:
+        if self._stop is not None:
             self.lost = True
-            self._scope.cancel()
+            self._stop()
 
     def unwatch(self) -> None:
         if self._stop_watching is not None:
@@ -78,7 +78,7 @@ class _Worker:
             self._grace.cancel()
         self._stop_watching = None
         self._grace = None
-        self._scope = None
+        self._stop = None
 
 
 async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker: _Worker | None = None) -> object:
@@ -87,17 +87,33 @@ async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker
     Raises :class:`AbortError` for an abort and :class:`_WorkerLost` for a worker that died:
     Monty itself notices a dead worker only when the host call it waits on returns.
     Cancelling a feed kills its worker; the pool replaces it.
+
+    A feed is an asyncio future and is cancelled directly; other work runs as a task of its
+    own, cancelled the same way. Either way no cancel scope is entered, which keeps the
+    common run (a feed that ends by itself) to one listener and one watch. A cancellation
+    of the task awaiting this goes on as it is.
     """
-    with anyio.CancelScope() as scope:
-        stop_watching = signal.add_listener(lambda _: scope.cancel())
+    future = asyncio.ensure_future(work)
+    stopping = False
+
+    def stop(_: object = None) -> None:
+        nonlocal stopping
+        stopping = True
+        future.cancel()
+
+    stop_watching = signal.add_listener(stop)
+    if worker is not None:
+        worker.watch(stop)
+    try:
+        return await future
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if not stopping or (task is not None and task.cancelling()):
+            raise  # not ours: the awaiting task was cancelled, or the work cancelled itself
+    finally:
+        stop_watching()
         if worker is not None:
-            worker.watch(scope)
-        try:
-            return await work
-        finally:
-            stop_watching()
-            if worker is not None:
-                worker.unwatch()
+            worker.unwatch()
     if worker is not None and worker.lost:
         raise _WorkerLost
     raise AbortError(signal.reason)
