@@ -84,13 +84,16 @@ class Invoker:
         *,
         may_defer: bool = False,
         decided: Decision | None = None,
+        traced: bool | None = None,
     ) -> JsonValue | AccessRefusal:
         """Check access, decode ``raw``, run the operation, encode its result (see :meth:`_invoke`).
 
         With tracing on (see :mod:`mycelium.tracing`), the call is one span: its module,
-        path and ordinal, and how it ended (never its input or output).
+        path and ordinal, and how it ended (never its input or output). ``traced`` says
+        whether it is on, when the caller already knows (a run decides once for all its
+        calls); ``None`` looks.
         """
-        if not _tracing.active():
+        if not (_tracing.active() if traced is None else traced):
             return await self._invoke(target, raw, context, may_defer=may_defer, decided=decided)
         with _tracing.operation_span(
             module_id=target.module.id, path=target.path, ordinal=context.operation_ordinal
@@ -207,6 +210,7 @@ class Execution:
     an ``Execution`` with the same ``execution_id`` whose counter continues where it stopped.
     Once ``pause`` is aborted, a run that can pause pauses at its next new call (raising
     :class:`~mycelium._access.HandedOff` from that call's binding); calls already placed go on.
+    Its calls are traced when ``traced`` (the run has a span of its own).
     """
 
     def __init__(
@@ -224,6 +228,7 @@ class Execution:
         suspendable: bool = False,
         first_ordinal: int = 0,
         pause: AbortSignal | None = None,
+        traced: bool = False,
     ) -> None:
         self.graph = graph
         # Host helpers (discovery) sit beside the operations but take no ordinals and no gate.
@@ -238,6 +243,8 @@ class Execution:
         # Once the host asks (a draining server), each new call of a run that can pause pauses it instead.
         self._pause = pause if suspendable else None
         self._next_ordinal = first_ordinal
+        # Whether the run is traced, decided once when it starts: its calls' spans need its span.
+        self._traced = traced
         self._max_input = max_input_bytes
         self._max_inflight = max_inflight_input_bytes
         self._inflight = 0
@@ -339,7 +346,12 @@ class Execution:
             if may_hand_off and self._pause is not None and self._pause.aborted:
                 raise HandedOff(confirm_request(target, context, raw))
             outcome = await self._invoker.invoke(
-                target, raw, context, may_defer=self._suspendable and decided is None, decided=decided
+                target,
+                raw,
+                context,
+                may_defer=self._suspendable and decided is None,
+                decided=decided,
+                traced=self._traced,
             )
         finally:
             with self._inflight_lock:

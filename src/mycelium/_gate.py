@@ -68,7 +68,11 @@ class AccessGate:
         propagates: it is a host failure.
         """
         op = target.operation
-        reason = await self._grant_refusal(target)
+        # Host grants alone (every call's common path) are read without a coroutine.
+        if self._access.session_grants is None:
+            reason = self._host_refusal(target)
+        else:
+            reason = await self._grant_refusal(target)
         if reason is None and op.confirm:
             if decided is None:
                 reason = await self._ask(target, context, raw, may_defer)
@@ -88,9 +92,12 @@ class AccessGate:
         return refusal
 
     async def _grant_refusal(self, target: InstalledOperation) -> RefusalReason | None:
-        key = target.module.grant_key
-        grant = self._host_grant(key) if self._access.session_grants is None else await self._grant(key)
-        return _grant_refusal(grant, target.operation.access)
+        if self._access.session_grants is None:
+            return self._host_refusal(target)
+        return _grant_refusal(await self._grant(target.module.grant_key), target.operation.access)
+
+    def _host_refusal(self, target: InstalledOperation) -> RefusalReason | None:
+        return _grant_refusal(self._host_grant(target.module.grant_key), target.operation.access)
 
     async def _grant(self, key: str) -> Grant:
         access = self._access

@@ -227,6 +227,7 @@ class Executor:
             suspension_id=resumption.suspension_id if resumption is not None else None,
         ) as span:
             while True:
+                attempt.traced = span is not None
                 try:
                     outcome = await self._run_part(attempt, resumption, caller_signal)
                 finally:

@@ -57,6 +57,8 @@ class Attempt:
     """Set once the program is dispatched."""
     pause: AbortSignal | None = None
     """The host's request that the run pause at its next operation call (see ``PreparedExecute.execute``)."""
+    traced: bool = False
+    """Whether the run has a span, so its operation calls get theirs."""
 
     def elapsed_ms(self) -> int:
         """The run time used so far, earlier parts included."""
@@ -206,6 +208,7 @@ class Supervisor:
             suspendable=self._suspendable,
             first_ordinal=attempt.first_ordinal,
             pause=attempt.pause,
+            traced=attempt.traced,
         )
         request = SandboxRequest(
             execution_id=attempt.execution_id,
