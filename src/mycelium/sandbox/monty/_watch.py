@@ -93,19 +93,21 @@ async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker
     common run (a feed that ends by itself) to one listener and one watch. A cancellation
     of the task awaiting this goes on as it is.
     """
-    future = asyncio.ensure_future(work)
+    # Held in a list this frame empties as it ends (see below).
+    held: list[asyncio.Future[object]] = [asyncio.ensure_future(work)]
     stopping = False
 
     def stop(_: object = None) -> None:
         nonlocal stopping
         stopping = True
-        future.cancel()
+        for future in held:
+            future.cancel()
 
     stop_watching = signal.add_listener(stop)
     if worker is not None:
         worker.watch(stop)
     try:
-        return await future
+        return await held[0]
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if not stopping or (task is not None and task.cancelling()):
@@ -114,6 +116,9 @@ async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker
         stop_watching()
         if worker is not None:
             worker.unwatch()
+        # What the work raised (a paused run's state) has this frame in its traceback, and
+        # the task holds it back: a cycle that would keep the state until a full collection.
+        held.clear()
     if worker is not None and worker.lost:
         raise _WorkerLost
     raise AbortError(signal.reason)
