@@ -94,8 +94,8 @@ class SandboxSlots:
         self.capacity = capacity
         self._semaphore = semaphore or anyio.Semaphore(capacity)
         self._unsettled = 0
-        self._all_settled = anyio.Event()
-        self._all_settled.set()
+        # Made only when somebody waits for it (a close): most runs start and settle unwatched.
+        self._all_settled: anyio.Event | None = None
 
     @property
     def in_flight(self) -> int:
@@ -135,8 +135,6 @@ class SandboxSlots:
         first; the runtime's task group owns it until it settles.
         """
         work = BackingWork()
-        if not self._unsettled:
-            self._all_settled = anyio.Event()
         self._unsettled += 1
         tasks.start_soon(functools.partial(self._own, work, run))
         return work
@@ -155,12 +153,15 @@ class SandboxSlots:
             self._semaphore.release()
             work.settled.set()
             self._unsettled -= 1
-            if not self._unsettled:
+            if not self._unsettled and self._all_settled is not None:
                 self._all_settled.set()
+                self._all_settled = None
 
     async def wait_settled(self) -> None:
         """Return once every started run has settled."""
         while self._unsettled:
+            if self._all_settled is None:
+                self._all_settled = anyio.Event()
             await self._all_settled.wait()
 
 

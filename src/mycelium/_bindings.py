@@ -76,7 +76,7 @@ class Invoker:
         self._gate = gate
         self._on_operation_error = on_operation_error
 
-    async def invoke(
+    def invoke(
         self,
         target: InstalledOperation,
         raw: object,
@@ -85,16 +85,27 @@ class Invoker:
         may_defer: bool = False,
         decided: Decision | None = None,
         traced: bool | None = None,
-    ) -> JsonValue | AccessRefusal:
-        """Check access, decode ``raw``, run the operation, encode its result (see :meth:`_invoke`).
+    ) -> Awaitable[JsonValue | AccessRefusal]:
+        """Check access, decode ``raw``, run the operation, encode its result (see :meth:`_invoke`); await it.
 
         With tracing on (see :mod:`mycelium.tracing`), the call is one span: its module,
         path and ordinal, and how it ended (never its input or output). ``traced`` says
         whether it is on, when the caller already knows (a run decides once for all its
         calls); ``None`` looks.
         """
-        if not (_tracing.active() if traced is None else traced):
-            return await self._invoke(target, raw, context, may_defer=may_defer, decided=decided)
+        if _tracing.active() if traced is None else traced:
+            return self._traced(target, raw, context, may_defer=may_defer, decided=decided)
+        return self._invoke(target, raw, context, may_defer=may_defer, decided=decided)
+
+    async def _traced(
+        self,
+        target: InstalledOperation,
+        raw: object,
+        context: InvocationContext,
+        *,
+        may_defer: bool,
+        decided: Decision | None,
+    ) -> JsonValue | AccessRefusal:
         with _tracing.operation_span(
             module_id=target.module.id, path=target.path, ordinal=context.operation_ordinal
         ) as span:

@@ -23,12 +23,7 @@ __all__ = ["positional_arity", "runner"]
 def runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[object]]:
     """Adapt ``fn`` to an async callable; a sync ``fn`` runs in a worker thread."""
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
-
-        async def run_async(*args: object, **kwargs: object) -> object:
-            result: object = await fn(*args, **kwargs)
-            return result
-
-        return run_async
+        return fn  # calling it already gives the coroutine: no frame of ours around every call
 
     async def run_sync(*args: object, **kwargs: object) -> object:
         result = await _in_thread(functools.partial(fn, *args, **kwargs))

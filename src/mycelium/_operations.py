@@ -113,9 +113,9 @@ class Operation:
         """Decode a caller's input. :class:`SchemaViolation` is the caller's fault; anything else the host's."""
         return self._input.decode(raw)
 
-    async def call(self, decoded: object, context: InvocationContext) -> object:
-        """Run the function on decoded input (sync functions run in a worker thread)."""
-        return await self._invoke(decoded, context)
+    def call(self, decoded: object, context: InvocationContext) -> Awaitable[object]:
+        """Run the function on decoded input (sync functions run in a worker thread); await the result."""
+        return self._invoke(decoded, context)
 
     def encode_output(self, result: object) -> JsonValue:
         """Encode the function's result; any failure here is the host's."""
@@ -206,8 +206,8 @@ def operation(
     arity = positional_arity(execute)
     run = runner(execute)
 
-    async def invoke(decoded: object, context: InvocationContext) -> object:
-        return await run(*(decoded, context)[:arity])
+    def invoke(decoded: object, context: InvocationContext) -> Awaitable[object]:
+        return run(*(decoded, context)[:arity])
 
     return Operation(
         input=schema_for(input, side="input"),
@@ -270,10 +270,10 @@ def operation_from_function(
         raise DefinitionError(f"{where}: parameters are not usable as an input schema: {exc}") from exc
     run = runner(fn)
 
-    async def invoke(decoded: object, context: InvocationContext) -> object:
+    def invoke(decoded: object, context: InvocationContext) -> Awaitable[object]:
         arguments = {name: getattr(decoded, internal) for internal, name in argument_names.items()}
         arguments.update(dict.fromkeys(context_names, context))
-        return await run(**arguments)
+        return run(**arguments)
 
     if description is None:
         description = _first_paragraph(inspect.getdoc(fn))

@@ -309,7 +309,11 @@ def _plain(value: object) -> bool:
 
 def dumps_compact(value: JsonValue) -> str:
     """Encode a checked JSON value compactly (no spaces), keeping non-ASCII text as is."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _COMPACT.encode(value)
+
+
+# Made once: json.dumps makes an encoder for every call given anything but its defaults.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _not_json(type_name: str) -> str:
