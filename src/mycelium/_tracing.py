@@ -9,8 +9,7 @@ never a program's code, an operation's arguments or its result.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 try:
@@ -46,26 +45,24 @@ def active() -> bool:
     return _tracer() is not None
 
 
-@contextmanager
-def run_span(name: str, **attributes: str | int | None) -> Iterator[Span | None]:
+def run_span(name: str, **attributes: str | int | None) -> AbstractContextManager[Span | None]:
     """A span for one execute (or the resumed part of one), current while it runs; ``None`` when off."""
-    tracer = _tracer()
-    if tracer is None:
-        yield None
-        return
-    with tracer.start_as_current_span(f"mycelium.{name}", attributes=_present(attributes)) as span:
-        yield span
+    return _span(f"mycelium.{name}", attributes)
 
 
-@contextmanager
-def operation_span(**attributes: str | int | None) -> Iterator[Span | None]:
+def operation_span(**attributes: str | int | None) -> AbstractContextManager[Span | None]:
     """A span for one operation call, the child of its execute's; ``None`` when off."""
+    return _span("mycelium.operation", attributes)
+
+
+def _span(name: str, attributes: dict[str, str | int | None]) -> AbstractContextManager[Span | None]:
     tracer = _tracer()
     if tracer is None:
-        yield None
-        return
-    with tracer.start_as_current_span("mycelium.operation", attributes=_present(attributes)) as span:
-        yield span
+        return _NO_SPAN  # every execute's path when tracing is off: nothing is made
+    return tracer.start_as_current_span(name, attributes=_present(attributes))
+
+
+_NO_SPAN: AbstractContextManager[None] = nullcontext()
 
 
 def outcome(span: Span | None, code: str, *, failed: bool, **attributes: str | int | bool | None) -> None:

@@ -117,17 +117,17 @@ class ExecuteTool(HandedOut):
     def prepare(self, call: ToolCall) -> PreparedExecute:
         """Validate a tool call's arguments. Bad arguments give a call whose result is ``invalid-arguments``."""
         with self._hold():
-            try:
-                code = self._parse(call)
-            except _BadArguments as exc:
-                failure = InvalidArguments(str(exc), advice=exc.advice)
-                return PreparedExecute._prepared(self._executor, self._hold, call.id, None, failure)
-            return PreparedExecute._prepared(self._executor, self._hold, call.id, code, None)
+            code, failure = self._checked(call)
+            return PreparedExecute._prepared(self._executor, self._hold, call.id, code, failure)
 
     async def run(self, code: str, tool_call_id: str | None = None, signal: AbortSignal | None = None) -> ToolResult:
         """Prepare and execute ``{"code": code}`` in one step."""
-        call = ToolCall(id=tool_call_id, name="execute", arguments={"code": code})
-        return await self.prepare(call).execute(signal)
+        # What prepare() then execute() do, under one hold of the lease and with no prepared call made.
+        with self._hold():
+            checked, failure = self._checked(ToolCall(id=tool_call_id, name="execute", arguments={"code": code}))
+            if checked is None:
+                return await self._executor.refuse(tool_call_id, failure or InvalidArguments("no code"))
+            return await self._executor.execute(checked, tool_call_id, signal, None, None)
 
     async def resume(
         self,
@@ -153,6 +153,13 @@ class ExecuteTool(HandedOut):
         """
         with self._hold():
             return await self._executor.resume(suspension_id, approved, signal, pause)
+
+    def _checked(self, call: ToolCall) -> tuple[str | None, InvalidArguments | None]:
+        """The call's program, or why its arguments are refused."""
+        try:
+            return self._parse(call), None
+        except _BadArguments as exc:
+            return None, InvalidArguments(str(exc), advice=exc.advice)
 
     def _parse(self, call: ToolCall) -> str:
         if call.name != "execute":
