@@ -93,41 +93,10 @@ class Invoker:
         whether it is on, when the caller already knows (a run decides once for all its
         calls); ``None`` looks.
         """
+        invocation = self._invoke(target, raw, context, may_defer=may_defer, decided=decided)
         if _tracing.active() if traced is None else traced:
-            return self._traced(target, raw, context, may_defer=may_defer, decided=decided)
-        return self._invoke(target, raw, context, may_defer=may_defer, decided=decided)
-
-    async def _traced(
-        self,
-        target: InstalledOperation,
-        raw: object,
-        context: InvocationContext,
-        *,
-        may_defer: bool,
-        decided: Decision | None,
-    ) -> JsonValue | AccessRefusal:
-        with _tracing.operation_span(
-            module_id=target.module.id, path=target.path, ordinal=context.operation_ordinal
-        ) as span:
-            try:
-                outcome = await self._invoke(target, raw, context, may_defer=may_defer, decided=decided)
-            except DecisionDeferred:
-                _tracing.outcome(span, "deferred", failed=False)
-                raise
-            except InvalidInput:
-                _tracing.outcome(span, "invalid-input", failed=False)
-                raise
-            except ToolError:
-                _tracing.outcome(span, "tool-error", failed=False)
-                raise
-            except OperationFailed as exc:
-                _tracing.outcome(span, "failed", failed=True, reference=exc.reference)
-                raise
-            if isinstance(outcome, AccessRefusal):
-                _tracing.outcome(span, "refused", failed=False, access=outcome.reason)
-            else:
-                _tracing.outcome(span, "ok", failed=False, access="allowed")
-            return outcome
+            return _traced(target, context, invocation)
+        return invocation
 
     async def _invoke(
         self,
@@ -211,6 +180,34 @@ class Invoker:
             path=evidence.path,
             reference=evidence.reference,
         )
+
+
+async def _traced(
+    target: InstalledOperation, context: InvocationContext, invocation: Awaitable[JsonValue | AccessRefusal]
+) -> JsonValue | AccessRefusal:
+    """Await ``invocation`` (one call of ``target``) inside a span of its own, which records how it ended."""
+    with _tracing.operation_span(
+        module_id=target.module.id, path=target.path, ordinal=context.operation_ordinal
+    ) as span:
+        try:
+            outcome = await invocation
+        except DecisionDeferred:
+            _tracing.outcome(span, "deferred", failed=False)
+            raise
+        except InvalidInput:
+            _tracing.outcome(span, "invalid-input", failed=False)
+            raise
+        except ToolError:
+            _tracing.outcome(span, "tool-error", failed=False)
+            raise
+        except OperationFailed as exc:
+            _tracing.outcome(span, "failed", failed=True, reference=exc.reference)
+            raise
+        if isinstance(outcome, AccessRefusal):
+            _tracing.outcome(span, "refused", failed=False, access=outcome.reason)
+        else:
+            _tracing.outcome(span, "ok", failed=False, access="allowed")
+        return outcome
 
 
 class Execution:
