@@ -12,8 +12,22 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from mycelium import ExecutionOptions, InvocationContext, Lease, Module, Runtime, Session, ToolResult
+from mycelium import (
+    AbortController,
+    AbortSignal,
+    Access,
+    ExecutionOptions,
+    InvocationContext,
+    Lease,
+    Module,
+    Runtime,
+    Session,
+    Suspensions,
+    ToolResult,
+    defer,
+)
 from mycelium.failures import (
+    Cancelled,
     CapabilityFailed,
     DeadlineExceeded,
     GuestException,
@@ -462,3 +476,53 @@ async def test_a_runtime_left_because_its_scope_was_cancelled_stops_montys_worke
             scope.cancel()  # the host is stopped (a signal, a timeout) while the runtime is open
             await anyio.sleep_forever()
     assert set(_children()) - before == set()
+
+
+@pytest.mark.parametrize("may_pause", [False, True], ids=["fed", "fed-may-pause"])
+async def test_an_abort_while_a_run_waits_for_a_worker_stops_its_program_as_soon_as_it_is_fed(may_pause: bool) -> None:
+    # A program aborted before its feed is awaited must still be stopped, never left spinning in
+    # the only worker until its own time limit. A run that may pause is fed through a wrapper.
+    host = Host()
+    holding = anyio.Event()
+
+    @host.module.operation()
+    async def hold() -> int:
+        holding.set()
+        await host.release.wait()
+        return 1
+
+    @host.module.operation(confirm=True)
+    def remove(id: int) -> bool:
+        return True
+
+    controller = AbortController()
+    results: dict[str, ToolResult] = {}
+    options = ExecutionOptions(sandbox_capacity=2, timeout_ms=120_000)
+    pausing = {"access": Access(confirm=defer), "suspensions": Suspensions()} if may_pause else {}
+    async with (
+        MontySandbox(pool_size=1) as sandbox,
+        Runtime(
+            modules=[host.module],
+            sandbox=sandbox,
+            execution=options,
+            **pausing,  # type: ignore[arg-type]
+        ) as runtime,
+        runtime.lease() as lease,
+    ):
+
+        async def run(name: str, code: str, signal: AbortSignal | None = None) -> None:
+            results[name] = await lease.execute_tool.run(code, signal=signal)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run, "holding", "return await notes.hold()")
+            await holding.wait()
+            group.start_soon(run, "spinning", "x = 0\nwhile True:\n    x += 1", controller.signal)
+            await anyio.wait_all_tasks_blocked()  # it waits for the only worker
+            controller.abort("stop")
+            host.release.set()
+        # The worker is free again long before the spinning program's own limit.
+        with anyio.fail_after(30):
+            after = await lease.execute_tool.run("return 1 + 1")
+    assert results["holding"].value == 1
+    assert results["spinning"].failure == Cancelled(acknowledged=True, by="caller")
+    assert after.value == 2

@@ -13,6 +13,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable
 
+import anyio
 from pydantic_monty import AsyncMontySession
 
 from ..._signals import AbortError, AbortSignal
@@ -88,37 +89,41 @@ async def _until_stopped(work: Awaitable[object], signal: AbortSignal, *, worker
     Monty itself notices a dead worker only when the host call it waits on returns.
     Cancelling a feed kills its worker; the pool replaces it.
 
-    A feed is an asyncio future and is cancelled directly; other work runs as a task of its
-    own, cancelled the same way. Either way no cancel scope is entered, which keeps the
-    common run (a feed that ends by itself) to one listener and one watch. A cancellation
-    of the task awaiting this goes on as it is.
+    A feed (an asyncio future) is cancelled directly, which costs no cancel scope on the
+    common run: cancelled before it is awaited, it is stopped all the same. Other work (a
+    stepped drive, calls left to finish) runs under a cancel scope, so the shields inside it
+    hold. A cancellation of the task awaiting this goes on as it is.
     """
-    # Held in a list this frame empties as it ends (see below).
-    held: list[asyncio.Future[object]] = [asyncio.ensure_future(work)]
+    feed = work if asyncio.isfuture(work) else None
+    scope = anyio.CancelScope() if feed is None else None
     stopping = False
 
     def stop(_: object = None) -> None:
         nonlocal stopping
         stopping = True
-        for future in held:
-            future.cancel()
+        if scope is not None:
+            scope.cancel()
+        elif feed is not None:
+            feed.cancel()
 
     stop_watching = signal.add_listener(stop)
     if worker is not None:
         worker.watch(stop)
     try:
-        return await held[0]
-    except asyncio.CancelledError:
-        task = asyncio.current_task()
-        if not stopping or (task is not None and task.cancelling()):
-            raise  # not ours: the awaiting task was cancelled, or the work cancelled itself
+        if scope is not None:
+            with scope:
+                return await work
+        else:
+            try:
+                return await work
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not stopping or (task is not None and task.cancelling()):
+                    raise  # not ours: the awaiting task was cancelled, or the feed cancelled itself
     finally:
         stop_watching()
         if worker is not None:
             worker.unwatch()
-        # What the work raised (a paused run's state) has this frame in its traceback, and
-        # the task holds it back: a cycle that would keep the state until a full collection.
-        held.clear()
     if worker is not None and worker.lost:
         raise _WorkerLost
     raise AbortError(signal.reason)
