@@ -12,6 +12,7 @@ import anyio.lowlevel
 import pytest
 
 from mycelium import (
+    AbortSignal,
     AcquireContext,
     Acquired,
     ExecutionOptions,
@@ -26,6 +27,7 @@ from mycelium import (
     operation,
     source,
 )
+from mycelium.sandbox import SandboxRequest
 from mycelium.testing import RejectingSandbox, direct_sandbox, rejecting_sandbox
 from tests.support.probes import Probe, ProbeSandbox, closing, ignore
 
@@ -382,6 +384,39 @@ async def test_a_runtime_left_because_its_scope_was_cancelled_stops_the_runs_sti
                 scope.cancel()
     assert program.settled.is_set()
     assert not program.release.is_set()
+
+
+async def test_a_runtime_left_because_its_scope_was_cancelled_waits_for_a_run_inside_a_shield() -> None:
+    # A run stopping what it cannot drop (a paused state being written, a thread) shields it:
+    # leaving the runtime cancels the run, but the shield holds and leaving waits for it.
+    shielded, leave_shield = anyio.Event(), anyio.Event()
+    order: list[str] = []
+
+    async def behave(probe: Probe, request: SandboxRequest, signal: AbortSignal) -> object:
+        with anyio.CancelScope(shield=True):
+            shielded.set()
+            await leave_shield.wait()
+            order.append("shield left")
+        await anyio.sleep_forever()
+
+    program = Probe(behave)
+    options = ExecutionOptions(abort_grace_ms=10)
+
+    async def host() -> None:
+        with anyio.CancelScope() as scope:
+            async with Runtime(sandbox=ProbeSandbox(p=program), execution=options) as runtime, runtime.lease() as lease:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(lease.execute_tool.run, "p")
+                    await shielded.wait()
+                    scope.cancel()
+        order.append("runtime left")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(host)
+        await anyio.wait_all_tasks_blocked()
+        leave_shield.set()
+    assert order == ["shield left", "runtime left"]
+    assert program.settled.is_set()
 
 
 async def test_a_block_that_raised_with_a_lease_unreleased_leaves_with_its_own_exception(warned: Captured) -> None:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mycelium import Access, ExecutionOptions, InvocationContext, Module, Runtime, Session, SharedSandbox
+from mycelium import (
+    Access,
+    ExecutionOptions,
+    InvocationContext,
+    Lease,
+    Module,
+    Runtime,
+    Session,
+    SharedSandbox,
+    ToolResult,
+)
 from mycelium.testing import direct_sandbox
 from tests.support.probes import Probe, ProbeSandbox, instant
 
@@ -131,3 +141,38 @@ async def test_a_grant_revoked_while_the_person_decides_refuses_the_approved_cal
         result = await lease.execute_tool.run("touch")
     assert result.value["reason"] == "read-only-grant"  # type: ignore[index]
     assert seen == []
+
+
+async def test_a_run_admitted_after_its_runtime_was_left_never_starts_and_gives_its_slot_back() -> None:
+    # A server's request task outlives the runtime it asked: its run, queued behind another
+    # runtime's, is admitted only once its own runtime is gone, and nothing would own it.
+    holding, late = Probe(), Probe(instant)
+    shared = SharedSandbox(ProbeSandbox(holding=holding, late=late), capacity=1, admission_wait_ms=30_000)
+    first, second = Runtime(sandbox=shared), Runtime(sandbox=shared)
+    left = anyio.Event()
+    results: list[ToolResult] = []
+
+    async def owner(scope: anyio.CancelScope, entered: anyio.Event) -> None:
+        with scope:
+            async with second:
+                entered.set()
+                await anyio.sleep_forever()
+        left.set()
+
+    async def request(lease: Lease) -> None:
+        results.append(await lease.execute_tool.run("late"))
+
+    async with first, first.lease() as lease, anyio.create_task_group() as group:
+        group.start_soon(lease.execute_tool.run, "holding")
+        await holding.started.wait()
+        scope, entered = anyio.CancelScope(), anyio.Event()
+        group.start_soon(owner, scope, entered)
+        await entered.wait()
+        group.start_soon(request, await second.acquire())
+        await anyio.wait_all_tasks_blocked()  # the late run waits for the one slot
+        scope.cancel()
+        await left.wait()
+        holding.release.set()
+    assert late.calls == 0
+    assert [result.failure.code if result.failure else None for result in results] == ["unknown"]
+    assert shared.in_flight == 0

@@ -32,32 +32,42 @@ class BackingTasks:
     On asyncio each run is a plain task: a child of an anyio task group costs about four
     times as much to start (20 us against 5 us measured, a fifth of what an execute adds to
     the sandbox's own time). The group still owns them, through one keeper task of its
-    own: when the group is cancelled, the keeper cancels the runs still going and waits for
-    them to end. On any other backend each run is a child of the group itself.
+    own: when the group is cancelled, the keeper cancels each run's own cancel scope (so
+    the shields inside a run hold, as they would for a child of the group) and waits for
+    every run to end. On any other backend each run is a child of the group itself.
 
     Made inside the group's task; :meth:`close` once every run has ended lets the group end.
     """
 
     def __init__(self, group: TaskGroup) -> None:
         self._group = group
-        self._native: set[asyncio.Task[None]] | None = None
+        self._native: dict[asyncio.Task[None], anyio.CancelScope] | None = None
         self._keeper = anyio.CancelScope()
+        self._closed = False
         if sniffio.current_async_library() == "asyncio":
-            self._native = set()
+            self._native = {}
             group.start_soon(self._keep, name="mycelium backing work")
 
     def start_soon(self, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Start ``run`` now; it is owned until it ends."""
+        """Start ``run`` now; it is owned until it ends.
+
+        Raises ``RuntimeError`` once the runtime is closing (:meth:`close`, or its group
+        cancelled): nothing would own the run then, so it never starts.
+        """
+        if self._closed:
+            raise RuntimeError("the runtime is closing: no run starts now")
         native = self._native
         if native is None:
             self._group.start_soon(run)
             return
-        task = asyncio.get_running_loop().create_task(run())
-        native.add(task)
-        task.add_done_callback(native.discard)
+        scope = anyio.CancelScope()
+        task = asyncio.get_running_loop().create_task(_within(scope, run))
+        native[task] = scope
+        task.add_done_callback(native.pop)
 
     def close(self) -> None:
-        """Stop the keeper, so the group can end. Runs still going are cancelled and waited for."""
+        """Refuse new runs and stop the keeper, so the group can end. Runs still going are cancelled and waited for."""
+        self._closed = True
         self._keeper.cancel()
 
     async def _keep(self) -> None:
@@ -66,12 +76,18 @@ class BackingTasks:
             try:
                 await anyio.sleep_forever()
             finally:
-                left = list(self._native)
-                for task in left:
-                    task.cancel()
+                self._closed = True  # from here on a run would outlive its owner: none starts
+                left = list(self._native.items())
+                for _, scope in left:
+                    scope.cancel()
                 with anyio.CancelScope(shield=True):  # owned work ends before its owner does
-                    for task in left:
+                    for task, _ in left:
                         await asyncio.wait([task])
+
+
+async def _within(scope: anyio.CancelScope, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    with scope:
+        await run()
 
 
 class BackingWork:
@@ -136,7 +152,11 @@ class SandboxSlots:
         """
         work = BackingWork()
         self._unsettled += 1
-        tasks.start_soon(functools.partial(self._own, work, run))
+        try:
+            tasks.start_soon(functools.partial(self._own, work, run))
+        except BaseException:
+            self._give_back()  # the run never started: its slot is free again
+            raise
         return work
 
     async def _own(self, work: BackingWork, run: Callable[[], Awaitable[object]]) -> None:
@@ -150,12 +170,16 @@ class SandboxSlots:
             if not isinstance(exc, Exception) and not _foreign_cancellation(exc):
                 raise
         finally:
-            self._semaphore.release()
             work.settled.set()
-            self._unsettled -= 1
-            if not self._unsettled and self._all_settled is not None:
-                self._all_settled.set()
-                self._all_settled = None
+            self._give_back()
+
+    def _give_back(self) -> None:
+        """One started run has ended: its slot is free, and a close waiting for the last one goes on."""
+        self._semaphore.release()
+        self._unsettled -= 1
+        if not self._unsettled and self._all_settled is not None:
+            self._all_settled.set()
+            self._all_settled = None
 
     async def wait_settled(self) -> None:
         """Return once every started run has settled."""
@@ -167,11 +191,4 @@ class SandboxSlots:
 
 def _foreign_cancellation(exc: BaseException) -> bool:
     """Whether ``exc`` is a cancellation exception although nothing cancelled the current task."""
-    if not isinstance(exc, anyio.get_cancelled_exc_class()):
-        return False
-    if anyio.current_effective_deadline() == -math.inf:
-        return False  # a scope around this task was cancelled
-    if sniffio.current_async_library() != "asyncio":
-        return True
-    task = asyncio.current_task()  # a plain task (see BackingTasks) is cancelled without a scope
-    return task is None or not task.cancelling()
+    return isinstance(exc, anyio.get_cancelled_exc_class()) and anyio.current_effective_deadline() != -math.inf
