@@ -17,6 +17,10 @@ from mycelium import (
     ToolResult,
 )
 from mycelium.testing import direct_sandbox
+from tests.support.late_runs import (
+    run_admitted_while_its_runtime_is_left_by_cancellation,
+    run_queued_on_an_abandoned_lease,
+)
 from tests.support.probes import Probe, ProbeSandbox, instant
 
 
@@ -176,3 +180,20 @@ async def test_a_run_admitted_after_its_runtime_was_left_never_starts_and_gives_
     assert late.calls == 0
     assert [result.failure.code if result.failure else None for result in results] == ["unknown"]
     assert shared.in_flight == 0
+
+
+async def test_a_run_queued_on_a_lease_its_runtime_abandoned_never_starts_once_the_runtime_closes() -> None:
+    late = await run_queued_on_an_abandoned_lease()
+    assert late.started == 0
+    assert [result.failure.code if result.failure else None for result in late.results] == ["unknown"]
+    assert late.in_flight == 0
+
+
+async def test_a_run_admitted_while_its_runtime_is_left_by_cancellation_never_starts() -> None:
+    late = await run_admitted_while_its_runtime_is_left_by_cancellation()
+    assert late.started == 0
+    assert sorted(result.failure.code if result.failure else str(result.value) for result in late.results) == [
+        "shielded",
+        "unknown",
+    ]
+    assert late.in_flight == 0

@@ -65,9 +65,13 @@ class BackingTasks:
         native[task] = scope
         task.add_done_callback(native.pop)
 
+    def refuse_new(self) -> None:
+        """From now on no run starts (:meth:`start_soon` raises): the runtime is closing."""
+        self._closed = True
+
     def close(self) -> None:
         """Refuse new runs and stop the keeper, so the group can end. Runs still going are cancelled and waited for."""
-        self._closed = True
+        self.refuse_new()
         self._keeper.cancel()
 
     async def _keep(self) -> None:

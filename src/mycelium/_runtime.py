@@ -243,6 +243,8 @@ class Runtime:
             # Shielded: a runtime left because its scope was cancelled still closes what it owns.
             # Its backing work is cancelled with that scope; the sandbox closes once it has settled.
             with anyio.CancelScope(shield=True):
+                if self._running is not None:  # also when waiting for the holders was cut short
+                    self._running.services.tasks.refuse_new()
                 await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
                 if self._running is not None:
                     self._running.leases.stop()
@@ -476,6 +478,8 @@ class Runtime:
                 logger.warning("leaving the runtime on an exception, it abandons %s", running.leases.describe_held())
         else:
             await self._wait_or_warn(running.leases.wait_idle, running.leases.describe_held)
+        # Nobody may start a run now but an abandoned lease: a run it queued never starts.
+        running.services.tasks.refuse_new()
         for build in list(self._building.values()):  # builds whose acquires all gave up
             await build.done.wait()
         await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
