@@ -9,15 +9,14 @@ from mycelium import (
     Access,
     ExecutionOptions,
     InvocationContext,
-    Lease,
     Module,
     Runtime,
     Session,
     SharedSandbox,
-    ToolResult,
 )
 from mycelium.testing import direct_sandbox
 from tests.support.late_runs import (
+    run_admitted_after_its_runtime_was_left,
     run_admitted_while_its_runtime_is_left_by_cancellation,
     run_queued_on_an_abandoned_lease,
 )
@@ -148,52 +147,12 @@ async def test_a_grant_revoked_while_the_person_decides_refuses_the_approved_cal
 
 
 async def test_a_run_admitted_after_its_runtime_was_left_never_starts_and_gives_its_slot_back() -> None:
-    # A server's request task outlives the runtime it asked: its run, queued behind another
-    # runtime's, is admitted only once its own runtime is gone, and nothing would own it.
-    holding, late = Probe(), Probe(instant)
-    shared = SharedSandbox(ProbeSandbox(holding=holding, late=late), capacity=1, admission_wait_ms=30_000)
-    first, second = Runtime(sandbox=shared), Runtime(sandbox=shared)
-    left = anyio.Event()
-    results: list[ToolResult] = []
-
-    async def owner(scope: anyio.CancelScope, entered: anyio.Event) -> None:
-        with scope:
-            async with second:
-                entered.set()
-                await anyio.sleep_forever()
-        left.set()
-
-    async def request(lease: Lease) -> None:
-        results.append(await lease.execute_tool.run("late"))
-
-    async with first, first.lease() as lease, anyio.create_task_group() as group:
-        group.start_soon(lease.execute_tool.run, "holding")
-        await holding.started.wait()
-        scope, entered = anyio.CancelScope(), anyio.Event()
-        group.start_soon(owner, scope, entered)
-        await entered.wait()
-        group.start_soon(request, await second.acquire())
-        await anyio.wait_all_tasks_blocked()  # the late run waits for the one slot
-        scope.cancel()
-        await left.wait()
-        holding.release.set()
-    assert late.calls == 0
-    assert [result.failure.code if result.failure else None for result in results] == ["unknown"]
-    assert shared.in_flight == 0
+    (await run_admitted_after_its_runtime_was_left()).assert_refused()
 
 
 async def test_a_run_queued_on_a_lease_its_runtime_abandoned_never_starts_once_the_runtime_closes() -> None:
-    late = await run_queued_on_an_abandoned_lease()
-    assert late.started == 0
-    assert [result.failure.code if result.failure else None for result in late.results] == ["unknown"]
-    assert late.in_flight == 0
+    (await run_queued_on_an_abandoned_lease()).assert_refused()
 
 
 async def test_a_run_admitted_while_its_runtime_is_left_by_cancellation_never_starts() -> None:
-    late = await run_admitted_while_its_runtime_is_left_by_cancellation()
-    assert late.started == 0
-    assert sorted(result.failure.code if result.failure else str(result.value) for result in late.results) == [
-        "shielded",
-        "unknown",
-    ]
-    assert late.in_flight == 0
+    (await run_admitted_while_its_runtime_is_left_by_cancellation()).assert_refused("shielded")
