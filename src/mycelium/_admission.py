@@ -80,7 +80,7 @@ class BackingTasks:
             try:
                 await anyio.sleep_forever()
             finally:
-                self._closed = True  # from here on a run would outlive its owner: none starts
+                self.refuse_new()  # from here on a run would outlive its owner: none starts
                 left = list(self._native.items())
                 for _, scope in left:
                     scope.cancel()

@@ -243,8 +243,6 @@ class Runtime:
             # Shielded: a runtime left because its scope was cancelled still closes what it owns.
             # Its backing work is cancelled with that scope; the sandbox closes once it has settled.
             with anyio.CancelScope(shield=True):
-                if self._running is not None:  # also when waiting for the holders was cut short
-                    self._running.services.tasks.refuse_new()
                 await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)
                 if self._running is not None:
                     self._running.leases.stop()
@@ -471,15 +469,20 @@ class Runtime:
         running = self._running
         if running is None:
             return
-        if abandon:
-            with anyio.move_on_after(self._close_warning_s):
-                await running.leases.wait_idle()
-            if running.leases.held:
-                logger.warning("leaving the runtime on an exception, it abandons %s", running.leases.describe_held())
-        else:
-            await self._wait_or_warn(running.leases.wait_idle, running.leases.describe_held)
-        # Nobody may start a run now but an abandoned lease: a run it queued never starts.
-        running.services.tasks.refuse_new()
+        try:
+            if abandon:
+                with anyio.move_on_after(self._close_warning_s):
+                    await running.leases.wait_idle()
+                if running.leases.held:
+                    logger.warning(
+                        "leaving the runtime on an exception, it abandons %s", running.leases.describe_held()
+                    )
+            else:
+                await self._wait_or_warn(running.leases.wait_idle, running.leases.describe_held)
+        finally:
+            # However the wait ended, nobody may start a run now but a lease left behind: a run
+            # it queued never starts.
+            running.services.tasks.refuse_new()
         for build in list(self._building.values()):  # builds whose acquires all gave up
             await build.done.wait()
         await self._wait_or_warn(self._slots.wait_settled, self._settling_runs)

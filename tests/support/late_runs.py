@@ -8,6 +8,8 @@ is reported as a failure, and gives its slot back.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
@@ -42,9 +44,7 @@ async def run_admitted_after_its_runtime_was_left() -> LateRun:
     shared = SharedSandbox(ProbeSandbox(holding=holding, late=late), capacity=1, admission_wait_ms=30_000)
     first, second = Runtime(sandbox=shared), Runtime(sandbox=shared)
     results: list[ToolResult] = []
-    async with first, first.lease() as lease, anyio.create_task_group() as group:
-        group.start_soon(lease.execute_tool.run, "holding")
-        await holding.started.wait()
+    async with _slot_held(first, holding) as group:
         scope, left = await _entered(group, second)
         group.start_soon(_request, results, await second.acquire(), "late")
         await anyio.wait_all_tasks_blocked()  # the late run waits for the one slot
@@ -70,9 +70,7 @@ async def run_admitted_while_its_runtime_is_left_by_cancellation() -> LateRun:
     shared = SharedSandbox(sandbox, capacity=2, admission_wait_ms=30_000)
     first, second = Runtime(sandbox=shared), Runtime(sandbox=shared)
     results: list[ToolResult] = []
-    async with first, first.lease() as lease, anyio.create_task_group() as group:
-        group.start_soon(lease.execute_tool.run, "holding")
-        await holding.started.wait()
+    async with _slot_held(first, holding) as group:
         scope, left = await _entered(group, second)
         abandoned = await second.acquire()
         group.start_soon(_request, results, abandoned, "shielded")
@@ -116,15 +114,22 @@ async def run_queued_on_an_abandoned_lease() -> LateRun:
         with pytest.raises(ValueError, match="the host's block failed"):
             await leave_on_an_exception(group)
 
-    async with first, first.lease() as lease, anyio.create_task_group() as group:
-        group.start_soon(lease.execute_tool.run, "holding")
-        await holding.started.wait()
+    async with _slot_held(first, holding) as group:
         group.start_soon(owner, group)
         await releasing.wait()  # the second runtime stopped its leases and closes its sources
         holding.release.set()  # the slot opens now
         await anyio.wait_all_tasks_blocked()
         release_gate.set()
     return _outcome(late, results, shared)
+
+
+@asynccontextmanager
+async def _slot_held(first: Runtime, holding: Probe) -> AsyncIterator[anyio.abc.TaskGroup]:
+    """``first`` entered, one of its runs holding a slot until the test releases ``holding``."""
+    async with first, first.lease() as lease, anyio.create_task_group() as group:
+        group.start_soon(lease.execute_tool.run, "holding")
+        await holding.started.wait()
+        yield group
 
 
 async def _entered(group: anyio.abc.TaskGroup, runtime: Runtime) -> tuple[anyio.CancelScope, anyio.Event]:
