@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -94,3 +98,48 @@ def test_an_unrelated_distribution_whose_metadata_is_not_utf8_does_not_stop_the_
     (info / file).write_bytes((info / file).read_bytes() + b"Summary: caf\xe9\n")
     finished = import_beside(folder)
     assert finished.returncode == 0, finished.stderr
+
+
+def _installed_with(distribution: str, into: set[str]) -> set[str]:
+    """``distribution`` and everything its requirements (no extras) install, by normalised name."""
+    name = _normalised(distribution)
+    if name in into:
+        return into
+    into.add(name)
+    for requirement in importlib.metadata.requires(distribution) or []:
+        if "extra ==" in requirement:
+            continue
+        match = re.match(r"[A-Za-z0-9_.-]+", requirement)
+        assert match is not None, requirement
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # a marker keeps it off this machine
+            _installed_with(match.group(0), into)
+    return into
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_module_level_import_of_the_core_comes_with_its_declared_dependencies() -> None:
+    # `make run` installs the core alone: a module the core imports that only the dev extras bring
+    # (sniffio, once anyio stopped requiring it) breaks `import mycelium` on a fresh machine.
+    installed = _installed_with(DISTRIBUTION, set())
+    providers = importlib.metadata.packages_distributions()
+    unprovided = []
+    for path in sorted((ROOT / "src" / "mycelium").rglob("*.py")):
+        if "integrations" in path.parts:  # each needs its own extra, and says so when it is missing
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:  # lazy and guarded imports are not here
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top == "mycelium":
+                    continue
+                if not {_normalised(dist) for dist in providers.get(top, [])} & installed:
+                    unprovided.append(f"{path.relative_to(ROOT)}: {top}")
+    assert unprovided == []

@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal
 
 import anyio
-import sniffio
 from anyio.abc import TaskGroup
 
 from ._signals import AbortSignal
@@ -44,7 +43,7 @@ class BackingTasks:
         self._native: dict[asyncio.Task[None], anyio.CancelScope] | None = None
         self._keeper = anyio.CancelScope()
         self._closed = False
-        if sniffio.current_async_library() == "asyncio":
+        if _on_asyncio():
             self._native = {}
             group.start_soon(self._keep, name="mycelium backing work")
 
@@ -87,6 +86,14 @@ class BackingTasks:
                 with anyio.CancelScope(shield=True):  # owned work ends before its owner does
                     for task, _ in left:
                         await asyncio.wait([task])
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # trio's loop is not asyncio's
+        return False
+    return True
 
 
 async def _within(scope: anyio.CancelScope, run: Callable[[], Coroutine[Any, Any, None]]) -> None:
