@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal as os_signal
+import tracemalloc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,6 +36,8 @@ from mycelium.failures import (
     TransportLost,
 )
 from mycelium.sandbox.monty import MontySandbox
+
+MIB = 1024 * 1024
 
 
 class Note(BaseModel):
@@ -526,3 +529,34 @@ async def test_an_abort_while_a_run_waits_for_a_worker_stops_its_program_as_soon
     assert results["holding"].value == 1
     assert results["spinning"].failure == Cancelled(acknowledged=True, by="caller")
     assert after.value == 2
+
+
+async def test_a_run_holds_no_settled_calls_input_until_it_ends() -> None:
+    # Calls refused one after another, each with 100 KiB of input: what a settled call raised
+    # (its input in its frames) must go with it, or one run grows the host by every input it sent.
+    notes = Module(id="notes-v1", name="notes")
+    held: list[int] = []
+
+    @notes.operation()
+    async def count(n: int) -> int:
+        return n
+
+    @notes.operation()
+    async def measure() -> int:
+        held.append(tracemalloc.get_traced_memory()[0])
+        return 0
+
+    code = (
+        "s = 'x' * 102400\nawait notes.measure()\nfor i in range(200):\n    try:\n"
+        "        await notes.count(n=s)\n    except ValueError:\n        pass\nawait notes.measure()\nreturn 1"
+    )
+    async with MontySandbox() as sandbox, Runtime(modules=[notes], sandbox=sandbox) as runtime:
+        async with runtime.lease() as lease:
+            tracemalloc.start()
+            try:
+                result = await lease.execute_tool.run(code)
+            finally:
+                tracemalloc.stop()
+    assert result.value == 1, result.text
+    grown = held[1] - held[0]
+    assert grown < 5 * MIB, f"the run held {grown / MIB:.1f} MiB after 200 calls of 0.1 MiB each"

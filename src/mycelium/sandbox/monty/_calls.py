@@ -189,6 +189,7 @@ class _Call:
 
     async def _run(self) -> JsonValue:
         self.task = asyncio.current_task()
+        guest_error: Exception
         try:
             return await self.pending
         except DecisionDeferred as exc:
@@ -196,19 +197,25 @@ class _Call:
                 raise
             await self._pausing(self, exc)
         except InvalidInput as exc:
-            raise ValueError(str(exc)) from None
+            guest_error = ValueError(str(exc))
         except ToolError as exc:
-            raise RuntimeError(str(exc)) from None
+            guest_error = RuntimeError(str(exc))
         except OperationFailed as exc:
             self.failure = exc
-            raise RuntimeError(str(exc)) from None
+            guest_error = RuntimeError(str(exc))
         finally:
             self._settle()
+        # Raised outside the handlers, so the host's exception is not its __context__: Monty keeps
+        # what a call raised for the rest of the run, and that exception's frames hold the call's input.
+        raise guest_error
 
     def _settle(self) -> None:
         if not self.settled:
             self._unsettled.leave()
         self.settled = True
+        # A settled call is never cancelled: let go of its task, which keeps the call's outcome
+        # (a result, or an error whose traceback holds the input) until the run ends otherwise.
+        self.task = None
         if self._waiter is not None:
             self._waiter.set()
 
