@@ -9,13 +9,16 @@ the module's.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import secrets
 import signal
 import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -403,3 +406,56 @@ async def test_a_client_whose_replica_restarts_resumes_elsewhere_reading_only_un
         done = await client.call_tool("execute", {"code": confirmed_program(text)})
     assert done.is_error is False, text_of(done)
     assert [op for op, _ in deployment.writes(text)] == ["add", "publish"]
+
+
+# --- (g) a client that leaves through nginx ------------------------------------------------------
+
+
+def waited_on(gate: Path) -> int | None:
+    """A write end of ``gate`` once a hold reads it, else ``None``: kept open, the hold goes on waiting."""
+    try:
+        return os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # nobody reads it yet
+            return None
+        raise
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_a_client_that_leaves_through_nginx_has_its_run_stopped_on_the_replica(
+    shared_deployment: Deployment, revision: str
+) -> None:
+    deployment = shared_deployment
+    name = unique("left").replace("-", "_")
+    gate = deployment.gate(name)
+    writer: list[int] = []
+
+    def reading() -> bool:
+        fd = waited_on(gate)
+        writer.extend([] if fd is None else [fd])
+        return bool(writer)
+
+    try:
+        code = f"return await notes.hold(gate={name!r})"
+        async with httpx2.AsyncClient(timeout=30) as http, anyio.create_task_group() as group:
+            if revision == raw.MODERN:
+                group.start_soon(post, http, deployment.url, raw.modern_call(code))
+            else:
+                session = await raw.open_session(http, deployment.url, TOKEN)
+                group.start_soon(raw.execute, http, deployment.url, TOKEN, session, code)
+            await anyio.to_thread.run_sync(
+                lambda: wait_until(reading, within_s=60, what="the hold did not begin", log=deployment.accounts)
+            )
+            group.cancel_scope.cancel()  # the client closes its connection to nginx, mid-run
+        # Nginx closes its own connection to the replica, which stops the run: its hold is cancelled.
+        await anyio.to_thread.run_sync(
+            lambda: wait_until(
+                lambda: bool(deployment.writes(name, "hold-cancelled")),
+                within_s=60,
+                what="the run whose client left was not stopped",
+                log=deployment.accounts,
+            )
+        )
+    finally:
+        for fd in writer:
+            os.close(fd)  # the abandoned read ends

@@ -89,7 +89,7 @@ async def test_two_requests_in_flight_whose_ids_are_1_and_string_1_each_get_thei
 
 
 async def test_an_id_whose_client_left_is_never_reused_so_no_request_gets_another_runs_answer() -> None:
-    """A client that drops its POST leaves a run that answers under that id whenever it ends: the id stays taken."""
+    """A client that drops its POST leaves a handler that answers under that id whenever it ends: the id stays taken."""
     host = granted()
     started, release = gated(host)
     async with served(host) as s, httpx2.AsyncClient(timeout=30) as http:
@@ -122,7 +122,7 @@ async def test_an_id_whose_client_left_is_never_reused_so_no_request_gets_anothe
 
         reused = raw.call_execute("return (await notes.create(text='the second run'))['text']", 5)
         assert (await raw.send(http, "POST", s.url, sent=sent, body=reused)).status == 409
-        release[0].set()  # the first run (its client gone) finishes and answers id 5 into the void
+        release[0].set()  # the first run, stopped as its client left, answers id 5 into the void
         with anyio.fail_after(raw.ANSWER_WITHIN_S):
             await first_done.wait()
         assert (await raw.send(http, "POST", s.url, sent=sent, body=reused)).status == 409

@@ -294,13 +294,15 @@ class McpCatalog(McpCatalogProvider):
         """Run ``call`` on a lease held for exactly this request, with the request's access."""
         runtime = await self._runtime(context.principal, context.authority)
         async with runtime.lease(session=_session(context), access=context.access) as lease:
-            return await lease.execute_tool.prepare(call).execute(pause=context.pause)
+            return await lease.execute_tool.prepare(call).execute(signal=context.signal, pause=context.pause)
 
     async def resume_run(self, suspension_id: str, approved: bool | None, context: McpExecutionContext) -> ToolResult:
         """Resume a paused run on a lease held for exactly this request, with the request's access."""
         runtime = await self._runtime(context.principal, context.authority)
         async with runtime.lease(session=_session(context), access=context.access) as lease:
-            return await lease.execute_tool.resume(suspension_id, approved=approved, pause=context.pause)
+            return await lease.execute_tool.resume(
+                suspension_id, approved=approved, signal=context.signal, pause=context.pause
+            )
 
     async def _runtime(self, principal: Principal, authority: McpAuthority) -> Runtime:
         key = principal_key(principal)

@@ -26,6 +26,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from .._access import Access, ConfirmAnswer, ConfirmRequest, Grant
+from .._signals import AbortSignal
 from ..suspensions import Suspension
 from ._approvals import AwaitingPerson
 from ._provider import McpAuthority
@@ -84,7 +85,7 @@ class RequestAccess:
     ``still_admitted`` re-runs the request's authentication (before every operation
     call); ``refresh`` reads the principal's authority again (after every approval);
     ``read_only`` caps writes at read (a connection resumed without its client's
-    capabilities); ``gone`` is set when the client leaves. With ``pause`` a confirmation
+    capabilities); ``left`` is aborted when the client leaves. With ``pause`` a confirmation
     the client can answer defers, so the run pauses into the catalog's suspensions (with
     ``page``, one it cannot answer too, for a person to decide on the host's page);
     ``modern`` says the request is of 2026-07-28, where a person is asked only that way.
@@ -98,7 +99,7 @@ class RequestAccess:
         refresh: Callable[[], Awaitable[McpAuthority]],
         still_admitted: Callable[[], Awaitable[bool]] | None,
         read_only: bool,
-        gone: anyio.Event | None,
+        left: AbortSignal | None,
         pause: bool,
         modern: bool,
         page: bool = False,
@@ -109,7 +110,7 @@ class RequestAccess:
         self._refresh = refresh
         self._still_admitted = still_admitted
         self._read_only = read_only
-        self._gone = gone
+        self._left = left
         self._pause = pause
         self._modern = modern
         self._page = page
@@ -170,14 +171,14 @@ class RequestAccess:
                     )
                     group.cancel_scope.cancel()
 
-                async def walk_away(gone: anyio.Event) -> None:
+                async def walk_away(left: AbortSignal) -> None:
                     # Nothing can answer once the client closed the stream that carried the question.
-                    await gone.wait()
+                    await left.wait()
                     group.cancel_scope.cancel()
 
                 group.start_soon(ask)
-                if self._gone is not None:
-                    group.start_soon(walk_away, self._gone)
+                if self._left is not None:
+                    group.start_soon(walk_away, self._left)
         except Exception as exc:
             # A closed connection or a malformed answer: nobody approved. Said in one line; it is routine.
             logger.info("no usable answer to a confirmation (%s); declined", type(exc).__name__)

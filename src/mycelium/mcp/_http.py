@@ -14,7 +14,10 @@ from collections.abc import Callable, Sequence
 import anyio
 from starlette.types import Message, Receive, Send
 
+from .._signals import AbortController
+
 __all__ = [
+    "CLIENT_LEFT",
     "CONNECTION_ENDED",
     "LOOPBACK_HOSTS",
     "LOOPBACK_ORIGINS",
@@ -34,6 +37,9 @@ logger = logging.getLogger("mycelium.mcp")
 NO_REPLAY = "this request cannot be served: event replay is not supported"
 CONNECTION_ENDED = "this connection was closed while the request was being served; initialize a new connection"
 """What a request is told when its connection ended under it (a DELETE, an eviction, the server stopping)."""
+
+CLIENT_LEFT = "the client closed the request's connection"
+"""Why a request's run was aborted when its client disconnected."""
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 """The ``Host`` values accepted by default: loopback, any port."""
@@ -66,11 +72,11 @@ async def stays_connected() -> Message:
         await anyio.sleep_forever()
 
 
-def watch(receive: Receive, gone: anyio.Event | None, *, first: bytes | None) -> Receive:
+def watch(receive: Receive, left: AbortController | None, *, first: bytes | None) -> Receive:
     """The request's ``receive``: ``first`` (the body already read) once, then the client's own messages.
 
-    Setting ``gone`` when the client disconnects lets a run waiting on that client (for a
-    confirmation) stop waiting.
+    ``left`` is aborted when the client disconnects: the run serving the request stops, and
+    a confirmation waiting on that client stops waiting.
     """
     pending = first
 
@@ -81,8 +87,8 @@ def watch(receive: Receive, gone: anyio.Event | None, *, first: bytes | None) ->
             pending = None
             return message
         message = await receive()
-        if message["type"] == "http.disconnect" and gone is not None:
-            gone.set()
+        if message["type"] == "http.disconnect" and left is not None:
+            left.abort(CLIENT_LEFT)
         return message
 
     return watched

@@ -79,6 +79,9 @@ class McpExecutionContext:
     pause: AbortSignal | None = field(default=None, repr=False)
     """The server's request that the run pause at its next operation call, as a replica that stops
     hands its runs off (2026-07-28 only). Pass it on: ``prepare(call).execute(pause=context.pause)``."""
+    signal: AbortSignal | None = field(default=None, repr=False)
+    """Aborted when the request's client disconnects, before its answer could be sent (``None`` over
+    stdio). Pass it on: ``prepare(call).execute(signal=context.signal)``."""
 
 
 class McpCatalogProvider(abc.ABC):

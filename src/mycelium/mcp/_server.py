@@ -53,8 +53,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .._distribution import VERSION
 from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
 from .._options import check_int
-from .._signals import AbortController
+from .._signals import AbortController, AbortSignal
 from .._text import new_reference
+from ..failures import Cancelled
 from ._approvals import PageApprovals, with_approval_argument
 from ._authentication import Authentication
 from ._bodies import DEFAULT_BODY_TIMEOUT_MS, BodyReader, Unread
@@ -98,7 +99,7 @@ EXECUTE = "execute"
 
 _SESSION_HEADER = "mcp-session-id"
 _PRINCIPAL = "mycelium.principal"
-_GONE = "mycelium.gone"
+_LEFT = "mycelium.left"  # the request's AbortSignal, aborted when its client disconnects
 # Keys the SDK's transport files its own streams under; a request id equal to one would take it over.
 _SDK_STREAM_KEYS = frozenset({"_GET_stream"})
 _MAX_HELD_IDS = 1_024
@@ -246,8 +247,8 @@ class McpServer:
             return
         key = principal_key(principal)
         token = AccessToken(token=key, client_id=key, scopes=[])
-        gone = anyio.Event()
-        scope = {**scope, "user": AuthenticatedUser(token), _PRINCIPAL: principal, _GONE: gone}
+        left = AbortController()
+        scope = {**scope, "user": AuthenticatedUser(token), _PRINCIPAL: principal, _LEFT: left.signal}
         session_id = connection.headers.get(_SESSION_HEADER)
         body: bytes | None = None
         if scope["method"] == "POST":
@@ -272,7 +273,7 @@ class McpServer:
             )
             return
         answered = Answered(send)
-        watched = watch(receive, gone, first=body)
+        watched = watch(receive, left, first=body)
         try:
             if version in MODERN_PROTOCOL_VERSIONS:
                 # One request, one answer, nothing kept: the SDK's per-request entry serves it whole.
@@ -319,8 +320,8 @@ class McpServer:
             # The SDK files answers by request id: a second request with an id still in flight
             # would take the other's answer and leave one of them unanswered. An id is free again
             # only once its answer went out whole; a client that left before that abandons it for
-            # good on this connection, because its run goes on and answers under that id whenever
-            # it ends. The SDK's own stream keys are never free.
+            # good on this connection: its run is stopped, but the handler still answers under that
+            # id as it unwinds, whenever that is. The SDK's own stream keys are never free.
             if request_id in known.requests or request_id in _SDK_STREAM_KEYS:
                 await send_error(send, 409, "this request id is in flight or was abandoned on this connection")
                 return
@@ -455,6 +456,7 @@ class McpServer:
             # Not a tool result: the spec answers a tool nobody offered as invalid params.
             raise MCPError(code=types.INVALID_PARAMS, message=f"this server has one tool, {EXECUTE!r}")
         principal, request, session_id = self._caller(ctx)
+        left: AbortSignal | None = None if request is None else request.scope.get(_LEFT)
         authentication = self._authentication
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         connection = self._connections.get(session_id) if session_id else None
@@ -468,7 +470,7 @@ class McpServer:
                 refresh=lambda: self._catalog.refresh(principal),
                 still_admitted=None if request is None else lambda: authentication.still_admitted(request, principal),
                 read_only=connection is not None and connection.resumed,
-                gone=None if request is None else request.scope.get(_GONE),
+                left=left,
                 pause=self._catalog.suspensions is not None,
                 modern=modern,
                 page=self._approvals is not None,
@@ -487,7 +489,7 @@ class McpServer:
 
             def context(session: str | None = session_id) -> McpExecutionContext:
                 # A paused run resumes in the session it paused in (a poll may come over another connection).
-                return McpExecutionContext(principal, session, access.authority, access.access, call.id, pause)
+                return McpExecutionContext(principal, session, access.authority, access.access, call.id, pause, left)
 
             paused = paused_run(params.request_state) if modern else None
             if approvals is not None and polled is not None:
@@ -526,6 +528,11 @@ class McpServer:
                 assert question is not None  # a connection's runs are never handed off
                 # Over a connection the server asks while the paused run holds nothing.
                 answer = await access.ask(question)
+                suspensions = self._catalog.suspensions
+                if left is not None and left.aborted and suspensions is not None:
+                    # Nobody is left to take the run's answer, and no stream of this revision resumes.
+                    await suspensions.discard(suspension.id, suspension.session_id)
+                    return tool_result(ToolResult.failed(Cancelled(acknowledged=True)))
                 if answer:
                     await access.refreshed()
                 result = await self._catalog.resume_run(suspension.id, answer, context(suspension.session_id))

@@ -8,7 +8,8 @@ every replica's memory, how many times a write really happened, and which replic
 - ``notes.publish(text)``: a write a person approves first (``confirm=True``).
 - ``notes.count(text)``: how many writes of ``text`` happened, by any replica (a read).
 - ``notes.hold(gate)``: waits until the test opens the gate, a FIFO named ``gate`` in the folder
-  ``$REPLICATED_NOTES_GATES`` (a read): the test knows where the program is while it waits.
+  ``$REPLICATED_NOTES_GATES`` (a read): the test knows where the program is while it waits. A
+  hold cancelled while it waits (its run stopped) is written down as a ``hold-cancelled`` of ``gate``.
 
 Paused runs keep the app's own bound on how many one session may hold: a deployment test
 leaves hundreds of one principal's approvals pending at once (``mycelium serve`` admits
@@ -110,7 +111,11 @@ def build_module(path: Path, replica: str) -> Module:
         if not gate.isidentifier():
             raise ValueError("a gate is named by an identifier")
         fifo = Path(os.environ[GATES_ENV]) / gate
-        return await anyio.to_thread.run_sync(fifo.read_text, abandon_on_cancel=True)
+        try:
+            return await anyio.to_thread.run_sync(fifo.read_text, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            write("hold-cancelled", gate)
+            raise
 
     return notes
 
