@@ -9,12 +9,15 @@ server sees exactly that, with no DELETE and no cancellation notice.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
 import anyio
 import httpx2
 import pytest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mycelium import ExecutionOptions, MemorySuspensions, Suspensions
+from mycelium.mcp import McpAuthority, Principal
 from mycelium.suspensions import StoredSuspension
 
 from . import raw_http as raw
@@ -105,6 +108,91 @@ async def test_a_run_paused_for_a_question_its_client_left_unanswered_is_dropped
             await store.claimed.wait()
         assert await s.catalog.suspensions.undecided(10) == []  # type: ignore[union-attr]
     assert host.writes == []
+
+
+async def test_a_run_whose_client_leaves_after_approving_and_before_its_resume_is_dropped_not_kept() -> None:
+    """The approval re-reads the principal's grants before the run resumes; a client gone by then takes nothing."""
+    host = HeldLoads()
+    host.grant(ALICE, notes="write")
+    store = Claims()
+    call_left = anyio.Event()
+    suspensions = Suspensions(store=store)
+    async with served(host, suspensions=suspensions, wrap=noting_calls_left(call_left)) as s:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            session = await raw.open_session(http, s.url, capabilities=raw.FORM_ELICITATION)
+        code = "await notes.delete(id=1)\nreturn await notes.create(text='after')"
+        body = json.dumps(raw.call_execute(code)).encode()
+        async with httpx2.AsyncClient(timeout=30) as leaving:
+            async with leaving.stream("POST", s.url, headers=raw.headers(session=session), content=body) as response:
+                lines = response.aiter_lines()  # held: a loop ending the iterator would close the connection
+                async for line in lines:
+                    if "elicitation/create" in line:
+                        asked = json.loads(line.removeprefix("data:"))
+                        break
+                host.hold()
+                accept = {
+                    "jsonrpc": "2.0",
+                    "id": asked["id"],
+                    "result": {"action": "accept", "content": {"approve": True}},
+                }
+                async with httpx2.AsyncClient(timeout=30) as http:
+                    replied = await raw.send(http, "POST", s.url, sent=raw.headers(session=session), body=accept)
+                assert replied.status == 202, replied.text
+                with anyio.fail_after(raw.ANSWER_WITHIN_S):
+                    await host.loading.wait()  # approved: the server re-reads the grants
+        with anyio.fail_after(raw.ANSWER_WITHIN_S):
+            await call_left.wait()
+        host.release.set()
+        with anyio.fail_after(raw.ANSWER_WITHIN_S):
+            await store.claimed.wait()
+        assert await suspensions.undecided(10) == []
+    assert host.writes == []
+
+
+class HeldLoads(Host):
+    """A host whose reading of the grants can be held, once :meth:`hold` is called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = False
+        self.loading, self.release = anyio.Event(), anyio.Event()
+
+    def hold(self) -> None:
+        self.held = True
+
+    def load(self, principal: Principal) -> McpAuthority | Awaitable[McpAuthority]:
+        authority = super().load(principal)
+        if not self.held:
+            return authority
+
+        async def held() -> McpAuthority:
+            self.loading.set()
+            await self.release.wait()
+            return authority
+
+        return held()
+
+
+def noting_calls_left(left: anyio.Event) -> Callable[[ASGIApp], ASGIApp]:
+    """An ASGI app in front of the server's that sets ``left`` when a ``tools/call`` request's client disconnects."""
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        async def noting(scope: Scope, receive: Receive, send: Send) -> None:
+            calls = False
+
+            async def noted() -> Message:
+                nonlocal calls
+                message = await receive()
+                calls = calls or b'"tools/call"' in message.get("body", b"")
+                if message["type"] == "http.disconnect" and calls:
+                    left.set()
+                return message
+
+            await app(scope, noted, send)
+
+        return noting
+
+    return wrap
 
 
 class Claims(MemorySuspensions):

@@ -29,6 +29,7 @@ leaves to the host:
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -56,6 +57,7 @@ from .._options import check_int
 from .._signals import AbortController, AbortSignal
 from .._text import new_reference
 from ..failures import Cancelled
+from ..suspensions import Suspension
 from ._approvals import PageApprovals, with_approval_argument
 from ._authentication import Authentication
 from ._bodies import DEFAULT_BODY_TIMEOUT_MS, BodyReader, Unread
@@ -526,16 +528,10 @@ class McpServer:
                 if modern:
                     return input_required(PausedRun(suspension.id, question))
                 assert question is not None  # a connection's runs are never handed off
-                # Over a connection the server asks while the paused run holds nothing.
-                answer = await access.ask(question)
-                suspensions = self._catalog.suspensions
-                if left is not None and left.aborted and suspensions is not None:
-                    # Nobody is left to take the run's answer, and no stream of this revision resumes.
-                    await suspensions.discard(suspension.id, suspension.session_id)
-                    return tool_result(ToolResult.failed(Cancelled(acknowledged=True)))
-                if answer:
-                    await access.refreshed()
-                result = await self._catalog.resume_run(suspension.id, answer, context(suspension.session_id))
+                resume = functools.partial(
+                    self._catalog.resume_run, suspension.id, context=context(suspension.session_id)
+                )
+                result = await self._asked(suspension, question, access, left, resume)
             return tool_result(result)
         except MCPError:
             raise
@@ -546,6 +542,47 @@ class McpServer:
         finally:
             if connection is not None:
                 connection.running -= 1
+
+    async def _asked(
+        self,
+        suspension: Suspension,
+        question: str,
+        access: RequestAccess,
+        left: AbortSignal | None,
+        resume: Callable[[bool], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        """Ask the person over the connection while the paused run holds nothing, then ``resume`` it
+        with their answer.
+
+        Only this request can resume the run: nothing of a 2025-11-25 connection comes back for
+        it. So when the request ends without the resume having claimed it (the client left or
+        cancelled the call, or a step failed), the run is dropped rather than left to expire.
+        """
+        claimed = False
+        try:
+            answer = await access.ask(question)
+            if left is not None and left.aborted:
+                return ToolResult.failed(Cancelled(acknowledged=True))  # nobody is left to take the answer
+            if answer:
+                await access.refreshed()
+            result = await resume(answer)
+            # A resume stopped before its claim (its client left on the way) leaves the run paused.
+            claimed = left is None or not left.aborted
+            return result
+        finally:
+            if not claimed:
+                await self._drop(suspension)
+
+    async def _drop(self, suspension: Suspension) -> None:
+        """Drop a paused run unresumed; nothing if a resume already claimed it. Finishes even when cancelled."""
+        suspensions = self._catalog.suspensions
+        if suspensions is None:
+            return
+        with anyio.CancelScope(shield=True):  # bounded by the store's own timeout
+            try:
+                await suspensions.discard(suspension.id, suspension.session_id)
+            except Exception as exc:  # it expires instead; the request's own outcome stands
+                logger.warning("could not drop paused run %s (%s); it expires", suspension.id, type(exc).__name__)
 
     async def serve_stdio(self, principal: Principal) -> None:
         """Serve the catalog over stdin/stdout for ``principal`` until the client closes the streams."""
