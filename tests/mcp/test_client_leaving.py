@@ -149,6 +149,27 @@ async def test_a_run_whose_client_leaves_after_approving_and_before_its_resume_i
     assert host.writes == []
 
 
+async def test_a_run_paused_for_a_question_whose_call_the_client_cancels_is_dropped_not_kept() -> None:
+    host = granted()
+    store = Claims()
+    asked = anyio.Event()
+
+    async def never_answer(context: object, params: object) -> object:
+        asked.set()
+        await anyio.sleep_forever()
+
+    async with served(host, suspensions=Suspensions(store=store)) as s:
+        async with s.client(elicitation=never_answer) as client, anyio.create_task_group() as group:
+            code = "await notes.delete(id=1)\nreturn await notes.create(text='after')"
+            group.start_soon(client.call_tool, "execute", {"code": code})
+            await asked.wait()
+            group.cancel_scope.cancel()  # the SDK client sends notifications/cancelled for its call
+        with anyio.fail_after(raw.ANSWER_WITHIN_S):
+            await store.claimed.wait()
+        assert await s.catalog.suspensions.undecided(10) == []  # type: ignore[union-attr]
+    assert host.writes == []
+
+
 class HeldLoads(Host):
     """A host whose reading of the grants can be held, once :meth:`hold` is called."""
 
