@@ -36,7 +36,7 @@ from mycelium.failures import (
     TransportLost,
 )
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.sandbox.monty._namespaces import _KEPT_CUTS
+from mycelium.sandbox.monty._namespaces import _KEPT_CUT_NAMES, _KEPT_CUTS
 
 MIB = 1024 * 1024
 
@@ -181,19 +181,21 @@ async def test_programs_spelling_different_names_in_one_revision_each_reach_ever
                 assert result.value == expected, (code, result.text)
 
 
-async def test_the_namespaces_cut_for_programs_are_bounded_however_many_different_names_they_spell() -> None:
+async def test_the_namespaces_cut_for_programs_are_bounded_in_number_and_size_however_many_names_they_spell() -> None:
     wide = Module(id="wide-v1", name="wide")
-    names = [f"op{n}" for n in range(10)]
+    names = [f"op{n}" for n in range(100)]
     for name in names:
         wide.operation(name=name)(lambda: 1)
     sandbox = MontySandbox()
     async with Runtime(modules=[wide], sandbox=sandbox) as runtime, runtime.lease() as lease:
-        for mask in range(1, _KEPT_CUTS + 40):  # each a different set of the namespace's names
-            spelled = " ".join(name for bit, name in enumerate(names) if mask >> bit & 1)
+        programs = [" ".join(name for bit, name in enumerate(names) if mask >> bit & 1) for mask in range(1, 300)]
+        programs.append(" ".join(names))  # every name: more than a kept cut may hold
+        for spelled in programs:
             result = await lease.execute_tool.run(f"return 'wide {spelled}'", tool_call_id="call-1")
             assert result.value == f"wide {spelled}"
         [guest] = sandbox._revisions.values()
         assert len(guest._cuts) == _KEPT_CUTS  # the oldest made way
+        assert max(len(kept) for _, kept in guest._cuts) <= _KEPT_CUT_NAMES
 
 
 async def test_gathered_calls_run_concurrently_with_distinct_ordinals_in_call_order() -> None:

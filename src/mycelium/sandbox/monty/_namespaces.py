@@ -31,6 +31,9 @@ _COMPUTED_ACCESS = frozenset({"getattr", "hasattr", "eval", "exec", "compile", "
 _RUN: ContextVar[_RunSlot] = ContextVar("mycelium_monty_run")
 _KEPT_CUTS = 256
 """Cut-down modules kept per revision: programs mostly repeat the few sets of names they spell."""
+_KEPT_CUT_NAMES = 64
+"""The most names a kept cut may hold: a program spelling more gets its own, freed with it, so a
+guest cannot make the host keep hundreds of copies of a large catalog."""
 
 
 class _GuestModules:
@@ -88,8 +91,8 @@ class _GuestModules:
         return program, {name: self._spelled(name, words) for name in named}
 
     def _spelled(self, path: str, words: set[str]) -> ExternalModule:
-        key = (path, self._under[path] & words)
-        cut = self._cuts.get(key)
+        names = self._under[path] & words
+        cut = self._cuts.get((path, names))
         if cut is None:
             attrs = self._attrs[path]
             kept: dict[str, Any] = {}
@@ -97,9 +100,10 @@ class _GuestModules:
                 member = attrs[segment]
                 kept[segment] = self._spelled(member, words) if isinstance(member, str) else member
             cut = ExternalModule(kept)
-            if len(self._cuts) >= _KEPT_CUTS:
-                del self._cuts[next(iter(self._cuts))]  # the oldest: a bound, however many sets programs spell
-            self._cuts[key] = cut
+            if len(names) <= _KEPT_CUT_NAMES:
+                if len(self._cuts) >= _KEPT_CUTS:
+                    del self._cuts[next(iter(self._cuts))]  # the oldest: a bound, however many sets programs spell
+                self._cuts[path, names] = cut
         return cut
 
     def checked_program(self, code: str) -> str:
