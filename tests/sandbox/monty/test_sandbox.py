@@ -36,7 +36,6 @@ from mycelium.failures import (
     TransportLost,
 )
 from mycelium.sandbox.monty import MontySandbox
-from mycelium.sandbox.monty._namespaces import _KEPT_CUT_NAMES, _KEPT_CUTS
 
 MIB = 1024 * 1024
 
@@ -163,39 +162,6 @@ async def test_a_program_that_computes_a_name_reaches_every_namespace_and_operat
 async def test_a_name_a_program_builds_in_a_string_it_evaluates_is_reached() -> None:
     result = await run("return await eval('env.apps.' + 'ba' + 'zaar.win' + 'dows.op' + 'en')(url='e')")
     assert result.value == {"opened": "e"}
-
-
-async def test_programs_spelling_different_names_in_one_revision_each_reach_every_name_they_spell() -> None:
-    programs = [
-        ("return await env.apps.bazaar.windows.open(url='a')", {"opened": "a"}),
-        ("return (await env.notes.search(query='b'))[0]['title']", "about b"),
-        ("n = await env.notes.search(query='c')\nw = await env.apps.bazaar.windows.open(url='c')\nreturn [w, len(n)]",
-         [{"opened": "c"}, 1]),
-        ("return (await notes.search(query='d'))[0]['title']", "about d"),
-        ("return await apps.bazaar.windows.open(url='e')", {"opened": "e"}),
-    ]  # fmt: skip
-    async with monty_lease(Host()) as lease:
-        for _ in range(2):  # the second time round, each finds the namespaces cut for it before
-            for code, expected in programs:
-                result = await lease.execute_tool.run(code, tool_call_id="call-1")
-                assert result.value == expected, (code, result.text)
-
-
-async def test_the_namespaces_cut_for_programs_are_bounded_in_number_and_size_however_many_names_they_spell() -> None:
-    wide = Module(id="wide-v1", name="wide")
-    names = [f"op{n}" for n in range(100)]
-    for name in names:
-        wide.operation(name=name)(lambda: 1)
-    sandbox = MontySandbox()
-    async with Runtime(modules=[wide], sandbox=sandbox) as runtime, runtime.lease() as lease:
-        programs = [" ".join(name for bit, name in enumerate(names) if mask >> bit & 1) for mask in range(1, 300)]
-        programs.append(" ".join(names))  # every name: more than a kept cut may hold
-        for spelled in programs:
-            result = await lease.execute_tool.run(f"return 'wide {spelled}'", tool_call_id="call-1")
-            assert result.value == f"wide {spelled}"
-        [guest] = sandbox._revisions.values()
-        assert len(guest._cuts) == _KEPT_CUTS  # the oldest made way
-        assert max(len(kept) for _, kept in guest._cuts) <= _KEPT_CUT_NAMES
 
 
 async def test_gathered_calls_run_concurrently_with_distinct_ordinals_in_call_order() -> None:

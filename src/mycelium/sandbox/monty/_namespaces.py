@@ -29,11 +29,6 @@ _IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # is given every namespace.
 _COMPUTED_ACCESS = frozenset({"getattr", "hasattr", "eval", "exec", "compile", "__getattribute__"})
 _RUN: ContextVar[_RunSlot] = ContextVar("mycelium_monty_run")
-_KEPT_CUTS = 256
-"""Cut-down modules kept per revision: programs mostly repeat the few sets of names they spell."""
-_KEPT_CUT_NAMES = 64
-"""The most names a kept cut may hold: a program spelling more gets its own, freed with it, so a
-guest cannot make the host keep hundreds of copies of a large catalog."""
 
 
 class _GuestModules:
@@ -52,15 +47,10 @@ class _GuestModules:
         self.leaves: dict[str, Leaf] = {}  # every name a call may be announced under, when driven step by step
         self.members: dict[str, tuple[str, ...]] = {}  # namespace path -> its names, to suggest one for a typo
         self._attrs: dict[str, dict[str, Any]] = {}  # namespace path -> its operations, and its namespaces' paths
-        self._under: dict[str, frozenset[str]] = {}  # namespace path -> every name inside it, at any depth
-        # (path, the names under it a program spells) -> that namespace cut down to them. The same
-        # module object again, not an equal one: Monty sets up a module it has not seen in each session.
-        self._cuts: dict[tuple[str, frozenset[str]], ExternalModule] = {}
         top = {name: self._module(node, name) for name, node in namespace_tree(request).items()}
         self.modules: dict[str, ExternalModule] = {**top, "env": ExternalModule(dict(top), stubs=self._stub(""))}
         self.members[""] = self.members["env"] = tuple(top)
         self._attrs["env"] = {name: name for name in top}
-        self._under["env"] = frozenset(top).union(*(self._under[name] for name in top))
 
     def serves(self, request: SandboxRequest) -> bool:
         """Whether these modules were built for ``request``'s revision (the same objects, not equal ones)."""
@@ -91,20 +81,12 @@ class _GuestModules:
         return program, {name: self._spelled(name, words) for name in named}
 
     def _spelled(self, path: str, words: set[str]) -> ExternalModule:
-        names = self._under[path] & words
-        cut = self._cuts.get((path, names))
-        if cut is None:
-            attrs = self._attrs[path]
-            kept: dict[str, Any] = {}
-            for segment in attrs.keys() & words:
-                member = attrs[segment]
-                kept[segment] = self._spelled(member, words) if isinstance(member, str) else member
-            cut = ExternalModule(kept)
-            if len(names) <= _KEPT_CUT_NAMES:
-                if len(self._cuts) >= _KEPT_CUTS:
-                    del self._cuts[next(iter(self._cuts))]  # the oldest: a bound, however many sets programs spell
-                self._cuts[path, names] = cut
-        return cut
+        attrs = self._attrs[path]
+        kept: dict[str, Any] = {}
+        for segment in attrs.keys() & words:
+            member = attrs[segment]
+            kept[segment] = self._spelled(member, words) if isinstance(member, str) else member
+        return ExternalModule(kept)
 
     def checked_program(self, code: str) -> str:
         """The code as the type checker sees it: one line importing every namespace, then the
@@ -128,9 +110,6 @@ class _GuestModules:
                 attrs[segment] = self._module(child, f"{path}.{segment}")
                 spelled[segment] = f"{path}.{segment}"
         self._attrs[path] = spelled
-        self._under[path] = frozenset(attrs).union(
-            *(self._under[member] for member in spelled.values() if isinstance(member, str))
-        )
         if path != "forage":
             self.namespaces.append(path)
         self.members[path] = tuple(attrs)
