@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import inspect
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,18 +26,24 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
 
 
 @pytest.fixture(scope="session")
-def postgres_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real PostgreSQL for the whole test session (pgserver's bundled binaries), reachable from other processes."""
+def postgres_uri() -> Iterator[str]:
+    """A real PostgreSQL for the whole test session (pgserver's bundled binaries), reachable from other processes.
+
+    Its files live outside pytest's own temporary folder: run as root, pgserver serves them as a
+    user of its own, which must be able to reach them, and every pytest session that starts makes
+    ``/tmp/pytest-of-root`` private again, under the feet of a session already running.
+    """
     with warnings.catch_warnings():
         # pgserver looks up a runtime folder when imported; without XDG_RUNTIME_DIR it warns and uses /tmp.
         warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
         import pgserver
 
-    server = pgserver.get_server(tmp_path_factory.mktemp("postgres"), cleanup_mode="stop")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
+    with tempfile.TemporaryDirectory(prefix="mycelium-postgres-") as folder:
+        server = pgserver.get_server(Path(folder), cleanup_mode="stop")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()
 
 
 @pytest.fixture
