@@ -336,6 +336,34 @@ async def test_expired_suspensions_do_not_count_against_the_bound(store: Suspens
         await store.put(suspension("live-2"), max_per_session=2)
 
 
+async def test_the_memory_store_holds_at_most_its_bytes_whatever_the_sessions_and_stores_nothing_past_them() -> None:
+    store = MemorySuspensions(max_bytes=1_000)
+    for number in range(2):  # sessions that came and went, each well within its own bound
+        await store.put(suspension(f"s-{number}", session=f"session-{number}", record=bytes(400)), max_per_session=5)
+    with pytest.raises(SuspensionLimitReached):
+        await store.put(suspension("s-2", session="session-2", record=bytes(400)), max_per_session=5)
+    assert await store.get("s-2") is None
+    await store.put(suspension("small", session="session-2", record=bytes(200)), max_per_session=5)
+
+
+async def test_the_memory_store_makes_room_as_suspensions_are_claimed_or_expire() -> None:
+    store = MemorySuspensions(max_bytes=1_000)
+    await store.put(suspension("claimed", record=bytes(500)), max_per_session=5)
+    await store.put(suspension("expiring", expires_in=EXPIRED, record=bytes(400)), max_per_session=5)
+    await claim(store, "claimed")  # its tombstone is all that is left of it
+    await store.put(suspension("next", record=bytes(600)), max_per_session=5)  # the expired one made way
+    assert await store.get("expiring") is None
+    assert await store.decide("next", bytes(100), now=time.time())  # a decision is held too
+    with pytest.raises(SuspensionLimitReached):
+        await store.put(suspension("over", record=bytes(400)), max_per_session=5)
+
+
+@pytest.mark.parametrize("max_bytes", [0, -1, 1.5, "1"])
+def test_the_memory_store_refuses_a_bound_that_is_no_positive_int(max_bytes: object) -> None:
+    with pytest.raises(ValueError, match="max_bytes"):
+        MemorySuspensions(max_bytes=max_bytes)  # type: ignore[arg-type]
+
+
 async def test_an_id_already_stored_is_refused(store: SuspensionStore) -> None:
     first = suspension("same")
     await store.put(first, max_per_session=5)

@@ -10,18 +10,31 @@ from ._store import MAX_FOUND, StoredSuspension, SuspensionLimitReached
 __all__ = ["MemorySuspensions"]
 
 
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+
+
 class MemorySuspensions:
     """Suspensions in a dict of this process.
+
+    What it holds is this process's memory, so it holds at most ``max_bytes`` (256 MiB) of
+    records and decisions in all, whatever the sessions: the per-session bound alone lets
+    sessions that come and go (connections opened, paused, closed) pile up paused runs until
+    they expire. A pause that would pass it is refused as a full session's is, and nothing is
+    stored; expired suspensions are dropped first to make room.
 
     Every method runs to completion without awaiting, so on one event loop each is
     atomic: no other task sees a half-made change.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        if type(max_bytes) is not int or max_bytes < 1:
+            raise ValueError(f"MemorySuspensions max_bytes must be an int of at least 1, got {max_bytes!r}")
+        self._max_bytes = max_bytes
         self._held: dict[str, StoredSuspension] = {}  # in the order they were stored
+        self._bytes = 0  # the records and decisions of everything in _held
 
     async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
-        """Store ``suspension`` unless its session is full or its id is taken."""
+        """Store ``suspension`` unless its session is full, the store is, or its id is taken."""
         now = time.time()
         held = sum(
             1
@@ -32,7 +45,14 @@ class MemorySuspensions:
             raise SuspensionLimitReached(f"the session already holds {held} suspensions")
         if suspension.id in self._held:
             raise ValueError(f"suspension {suspension.id!r} is already stored")
-        self._held[suspension.id] = suspension
+        size = _size(suspension)
+        if self._bytes + size > self._max_bytes:
+            await self.purge_expired(now=now)
+            if self._bytes + size > self._max_bytes:
+                raise SuspensionLimitReached(
+                    f"the store already holds {self._bytes} of its {self._max_bytes} bytes of suspensions"
+                )
+        self._keep(suspension)
 
     async def get(self, suspension_id: str) -> StoredSuspension | None:
         """The suspension or its tombstone, expired or not, if it is held."""
@@ -61,7 +81,7 @@ class MemorySuspensions:
         known = self._held.get(suspension_id)
         if known is None or known.expires_at <= now or known.decision is not None or known.claimed:
             return False
-        self._held[suspension_id] = dataclasses.replace(known, decision=decision)
+        self._keep(dataclasses.replace(known, decision=decision))
         return True
 
     async def claim(self, suspension_id: str, *, now: float, tombstone: bytes) -> StoredSuspension | None:
@@ -69,7 +89,7 @@ class MemorySuspensions:
         known = self._held.get(suspension_id)
         if known is None or known.expires_at <= now or known.claimed:
             return None
-        self._held[suspension_id] = dataclasses.replace(known, record=tombstone, claimed=True)
+        self._keep(dataclasses.replace(known, record=tombstone, claimed=True))
         return known
 
     async def restore(self, suspension: StoredSuspension) -> bool:
@@ -77,15 +97,27 @@ class MemorySuspensions:
         known = self._held.get(suspension.id)
         if known is None or not known.claimed:
             return False
-        self._held[suspension.id] = dataclasses.replace(suspension, claimed=False)
+        self._keep(dataclasses.replace(suspension, claimed=False))
         return True
 
     async def purge_expired(self, *, now: float) -> int:
         """Remove the suspensions and tombstones that expired at or before ``now``."""
         expired = [known.id for known in self._held.values() if known.expires_at <= now]
         for suspension_id in expired:
-            del self._held[suspension_id]
+            self._bytes -= _size(self._held.pop(suspension_id))
         return len(expired)
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+    def _keep(self, suspension: StoredSuspension) -> None:
+        """Hold ``suspension`` in place of what was held under its id, counting the bytes of both."""
+        replaced = self._held.get(suspension.id)
+        if replaced is not None:
+            self._bytes -= _size(replaced)
+        self._held[suspension.id] = suspension
+        self._bytes += _size(suspension)
+
+
+def _size(suspension: StoredSuspension) -> int:
+    return len(suspension.record) + len(suspension.decision or b"")
