@@ -11,7 +11,9 @@ processes start together on a line written to their stdin, never on sleeps.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import logging
 import shutil
 import sqlite3
 import time
@@ -559,6 +561,20 @@ async def test_two_concurrent_resumes_in_one_process_continue_the_run_once(crm: 
     (lost,) = [result for result in results if result.is_error]
     refused(lost, suspension, "already-resumed")
     ran_once_to_the_end(crm, suspension.execution_id)
+
+
+@pytest.mark.parametrize("place", ["memory"], indirect=True)
+async def test_a_resume_that_loses_the_claim_to_another_is_logged_without_a_traceback(
+    crm: Crm, store: SuspensionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with host(crm, store) as runtime:
+        suspension = await suspend(runtime)
+        caplog.set_level(logging.INFO, logger="mycelium.runs")
+        async with anyio.create_task_group() as group:  # both find it waiting; one claims it in its slot
+            group.start_soon(functools.partial(runtime.resume, suspension.id, approved=True))
+            group.start_soon(functools.partial(runtime.resume, suspension.id, approved=True))
+    [lost] = [record for record in caplog.records if "suspension-failed" in record.getMessage()]
+    assert lost.exc_info is None
 
 
 @SHARED_STORES

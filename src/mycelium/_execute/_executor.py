@@ -276,9 +276,12 @@ class Executor:
             # run (and its state) along as its context, into logs that outlive it.
             paused = (suspended.state, suspended.deferred)
         except (ResumeRefused, Unrestorable) as exc:
-            reason = exc.reason if isinstance(exc, ResumeRefused) else "unrestorable"
             suspension_id = resumption.suspension_id if resumption is not None else ""
-            return await self.fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason=reason), exc)
+            if isinstance(exc, ResumeRefused):
+                # A refusal its reason says all of (another resume won the claim, say), as before the run:
+                # no traceback for the operator to read into.
+                return await self.fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason=exc.reason), None)
+            return await self.fail(attempt, SuspensionFailed(suspension_id=suspension_id, reason="unrestorable"), exc)
         except Exception as exc:
             return await self.fail(attempt, failure_from_exception(exc), exc)
         finally:
