@@ -106,6 +106,7 @@ _LEFT = "mycelium.left"  # the request's AbortSignal, aborted when its client di
 _SDK_STREAM_KEYS = frozenset({"_GET_stream"})
 _MAX_HELD_IDS = 1_024
 _METHODS = frozenset({"POST", "GET", "DELETE"})
+_END_WITHIN_S = 1.0  # for a cancelled request's stream to end: a client that reads nothing is not waited for
 _MAX_ECHOED_VERSION = 64  # a header is bounded by the HTTP server, but echoing it need not be
 _STATE_TTL_S = 600.0  # without suspensions nothing is paused, and a requestState never needs to live long
 
@@ -290,6 +291,14 @@ class McpServer:
             logger.debug("a request ended with its connection, which was closed under it")
             await answered.finish(404, CONNECTION_ENDED)
             return
+        except anyio.get_cancelled_exc_class():
+            # Cancelled once its event stream began (a server stopping at its deadline): the stream
+            # ends, without the answer, instead of being cut, which the HTTP server logs as an error.
+            # One that had not begun is answered by whoever cancelled it.
+            if answered.started:
+                with anyio.move_on_after(_END_WITHIN_S, shield=True):
+                    await answered.finish()
+            raise
         await answered.finish()
         if self._collector is not None:
             self._collector.answered()
