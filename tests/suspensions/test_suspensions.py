@@ -575,6 +575,7 @@ async def test_a_resume_that_loses_the_claim_to_another_is_logged_without_a_trac
             group.start_soon(functools.partial(runtime.resume, suspension.id, approved=True))
     [lost] = [record for record in caplog.records if "suspension-failed" in record.getMessage()]
     assert lost.exc_info is None
+    assert "reason=already-resumed" in lost.getMessage()  # what the traceback said, in a word
 
 
 @SHARED_STORES

@@ -24,7 +24,7 @@ import anyio
 
 from .._text import clip
 from .._tool_calls import ToolResult
-from ..failures import MODEL_FIXABLE, CapabilityFailed, SandboxError
+from ..failures import MODEL_FIXABLE, CapabilityFailed, SandboxError, SuspensionFailed
 
 __all__ = ["RUN_FIELDS", "RUN_LOGGER", "RunLine", "logged", "outcome_code"]
 
@@ -32,6 +32,7 @@ RUN_LOGGER = "mycelium.runs"
 """The logger every execute's line goes to: a child of ``mycelium``, so a handler there sees it too."""
 RUN_FIELDS = (
     "outcome",
+    "reason",
     "reference",
     "execution_id",
     "tool_call_id",
@@ -111,8 +112,11 @@ def _write(line: RunLine) -> None:
     level = logging.INFO if result is None or result.failure is None or outcome in MODEL_FIXABLE else logging.WARNING
     if not logger.isEnabledFor(level):
         return
+    failure = result.failure if result is not None else None
     fields: dict[str, object] = {
         "outcome": outcome,
+        # A paused run refused its resume: which of a few fixed reasons (tampered, already-resumed, ...).
+        "reason": failure.reason if isinstance(failure, SuspensionFailed) else None,
         "reference": result.reference if result is not None else None,
         "execution_id": line.execution_id,
         "tool_call_id": None if line.tool_call_id is None else clip(line.tool_call_id, _MAX_VALUE_CHARS),
