@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 
 from mycelium.suspensions import Suspension, Suspensions
@@ -220,6 +221,31 @@ async def test_a_client_that_can_be_asked_is_still_asked_with_the_page_on(era: s
         result = await client.call_tool("execute", {"code": PROGRAM})
     assert json.loads(text_of(result)) == [3, True]
     assert len(person.asked) == 1
+
+
+async def test_a_run_asked_over_a_connection_that_the_page_decided_otherwise_is_dropped_not_kept() -> None:
+    """The person declines on the page while the client accepts: the decline stands, and the paused run,
+    which nothing but this request could resume, is not left in the store until it expires."""
+    host = granted()
+    asked: list[Suspension] = []
+    async with paged(host) as s:
+        suspensions = s.catalog.suspensions
+        assert suspensions is not None
+
+        async def decline_on_the_page_then_accept(context: object, params: object) -> types.ElicitResult:
+            [paused] = await waiting(s)
+            asked.append(paused)
+            assert await suspensions.decide_as_approver(paused.id, False)
+            return types.ElicitResult(action="accept", content={"approve": True})
+
+        async with s.client(elicitation=decline_on_the_page_then_accept) as client:
+            result = await client.call_tool("execute", {"code": PROGRAM})
+        assert "says otherwise" in text_of(result)
+        [paused] = asked
+        stored = await suspensions.store.get(paused.id)
+        assert stored is not None
+        assert stored.claimed  # dropped: its tombstone is all that is left
+    assert ("delete", 1) not in host.writes
 
 
 async def test_an_expired_approval_is_no_longer_listed_and_its_poll_says_expired(era: str) -> None:

@@ -56,7 +56,7 @@ from .._execute import EXECUTE_INPUT_SCHEMA, ToolCall, ToolResult
 from .._options import check_int
 from .._signals import AbortController, AbortSignal
 from .._text import new_reference
-from ..failures import Cancelled
+from ..failures import Cancelled, SuspensionFailed
 from ..suspensions import Suspension
 from ._approvals import PageApprovals, with_approval_argument
 from ._authentication import Authentication
@@ -565,7 +565,8 @@ class McpServer:
 
         Only this request can resume the run: nothing of a 2025-11-25 connection comes back for
         it. So when the request ends without the resume having claimed it (the client left or
-        cancelled the call, or a step failed), the run is dropped rather than left to expire.
+        cancelled the call, the resume was refused, or a step failed), the run is dropped rather
+        than left to expire.
         """
         claimed = False
         try:
@@ -575,8 +576,10 @@ class McpServer:
             if answer:
                 await access.refreshed()
             result = await resume(answer)
-            # A resume stopped before its claim (its client left on the way) leaves the run paused.
-            claimed = left is None or not left.aborted
+            # A resume refused (the approvals page decided otherwise, say) or stopped before its claim
+            # (its client left on the way) leaves the run paused. Dropping one another resume claimed
+            # changes nothing.
+            claimed = (left is None or not left.aborted) and not isinstance(result.failure, SuspensionFailed)
             return result
         finally:
             if not claimed:
