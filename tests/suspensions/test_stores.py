@@ -9,6 +9,7 @@ written to their stdin once each has connected, never on sleeps.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -337,25 +338,35 @@ async def test_expired_suspensions_do_not_count_against_the_bound(store: Suspens
 
 
 async def test_the_memory_store_holds_at_most_its_bytes_whatever_the_sessions_and_stores_nothing_past_them() -> None:
-    store = MemorySuspensions(max_bytes=1_000)
+    store = MemorySuspensions(max_bytes=10_000)
     for number in range(2):  # sessions that came and went, each well within its own bound
-        await store.put(suspension(f"s-{number}", session=f"session-{number}", record=bytes(400)), max_per_session=5)
+        await store.put(suspension(f"s-{number}", session=f"session-{number}", record=bytes(4_000)), max_per_session=5)
     with pytest.raises(SuspensionLimitReached):
-        await store.put(suspension("s-2", session="session-2", record=bytes(400)), max_per_session=5)
+        await store.put(suspension("s-2", session="session-2", record=bytes(4_000)), max_per_session=5)
     assert await store.get("s-2") is None
     await store.put(suspension("small", session="session-2", record=bytes(200)), max_per_session=5)
 
 
 async def test_the_memory_store_makes_room_as_suspensions_are_claimed_or_expire() -> None:
-    store = MemorySuspensions(max_bytes=1_000)
-    await store.put(suspension("claimed", record=bytes(500)), max_per_session=5)
-    await store.put(suspension("expiring", expires_in=EXPIRED, record=bytes(400)), max_per_session=5)
+    store = MemorySuspensions(max_bytes=10_000)
+    await store.put(suspension("claimed", record=bytes(5_000)), max_per_session=5)
+    await store.put(suspension("expiring", expires_in=EXPIRED, record=bytes(3_500)), max_per_session=5)
     await claim(store, "claimed")  # its tombstone is all that is left of it
-    await store.put(suspension("next", record=bytes(600)), max_per_session=5)  # the expired one made way
+    await store.put(suspension("next", record=bytes(6_000)), max_per_session=5)  # the expired one made way
     assert await store.get("expiring") is None
     assert await store.decide("next", bytes(100), now=time.time())  # a decision is held too
     with pytest.raises(SuspensionLimitReached):
-        await store.put(suspension("over", record=bytes(400)), max_per_session=5)
+        await store.put(suspension("over", record=bytes(2_700)), max_per_session=5)
+
+
+async def test_the_memory_store_counts_what_each_suspension_costs_beside_its_record() -> None:
+    store = MemorySuspensions(max_bytes=100_000)
+    held = 0
+    with contextlib.suppress(SuspensionLimitReached):
+        for number in range(1_000):
+            await store.put(suspension(f"s-{number}", session=f"session-{number}", record=b""), max_per_session=5)
+            held += 1
+    assert held < 200  # a thousand empty records are not free: each costs its entry
 
 
 @pytest.mark.parametrize("max_bytes", [0, -1, 1.5, "1"])

@@ -11,13 +11,17 @@ __all__ = ["MemorySuspensions"]
 
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+_ENTRY_BYTES = 512
+"""What one held suspension costs beside its own bytes and strings (its object, the dict's entry; measured
+at about 300-500 bytes on CPython 3.11), so many small ones cannot hold twice the bound."""
 
 
 class MemorySuspensions:
     """Suspensions in a dict of this process.
 
-    What it holds is this process's memory, so it holds at most ``max_bytes`` (256 MiB) of
-    records and decisions in all, whatever the sessions: the per-session bound alone lets
+    What it holds is this process's memory, so it holds at most ``max_bytes`` (256 MiB) in all,
+    whatever the sessions (each suspension counted as its records, decision and ids, and 512
+    bytes for the entry itself): the per-session bound alone lets
     sessions that come and go (connections opened, paused, closed) pile up paused runs until
     they expire. A pause that would pass it is refused as a full session's is, and nothing is
     stored; expired suspensions are dropped first to make room.
@@ -120,4 +124,6 @@ class MemorySuspensions:
 
 
 def _size(suspension: StoredSuspension) -> int:
-    return len(suspension.record) + len(suspension.decision or b"")
+    """What holding ``suspension`` costs: its bytes and strings, and what every entry costs beside them."""
+    strings = len(suspension.id) + len(suspension.session_id or "") + len(suspension.tool_call_id or "")
+    return _ENTRY_BYTES + strings + len(suspension.record) + len(suspension.decision or b"")
