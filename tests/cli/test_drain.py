@@ -160,6 +160,7 @@ async def test_a_second_signal_stops_at_once_without_waiting_for_the_drain(tmp_p
             served.process.send_signal(signal.SIGINT)  # Ctrl-C, an hour before the drain would end
         assert await served.exit_code() == 0
     assert served.log_holds("stopping at once")
+    assert not served.log_holds("ERROR")
     [stopped] = outcome
     assert refused_while_draining(stopped), (stopped.status, stopped.text)
 

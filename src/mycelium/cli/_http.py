@@ -221,6 +221,11 @@ async def serve_http(
             # uvicorn exits the process (SystemExit) when the app's startup fails.
             with contextlib.suppress(SystemExit):
                 await web.serve(sockets=[sock])
+            if web.force_exit and web.started:
+                # Stopped at once, uvicorn leaves the app's lifespan waiting for its end; end it, so it is
+                # not cancelled as the loop closes, which uvicorn logs as an error with a traceback.
+                with anyio.move_on_after(_SHUTDOWN_BACKSTOP_SECONDS):
+                    await web.lifespan.shutdown()
             tg.cancel_scope.cancel()
     finally:
         sock.close()
