@@ -68,18 +68,15 @@ class AccessGate:
         propagates: it is a host failure.
         """
         op = target.operation
-        # Host grants alone (every call's common path) are read without a coroutine.
-        if self._access.session_grants is None:
-            reason = self._host_refusal(target)
-        else:
-            reason = await self._grant_refusal(target)
+        reason = await self._session_refusal(target) if self._per_session else self._host_refusal(target)
         if reason is None and op.confirm:
             if decided is None:
                 reason = await self._ask(target, context, raw, may_defer)
             elif decided != "approved":
                 reason = "confirmation-declined" if decided == "declined" else "confirmation-unavailable"
             # The person's answer can take long: the grant is read again once they approve.
-            reason = reason or await self._grant_refusal(target)
+            if reason is None:
+                reason = await self._session_refusal(target) if self._per_session else self._host_refusal(target)
         if reason is None:
             return None
         refusal = AccessRefusal(
@@ -91,24 +88,28 @@ class AccessGate:
         await notify(self._access.on_refused, RefusedCall(refusal, context), name="on_refused")
         return refusal
 
-    async def _grant_refusal(self, target: InstalledOperation) -> RefusalReason | None:
-        if self._access.session_grants is None:
-            return self._host_refusal(target)
-        return _grant_refusal(await self._grant(target.module.grant_key), target.operation.access)
+    @property
+    def _per_session(self) -> bool:
+        # Host grants alone (every call's common path) are read without a coroutine.
+        return self._access.session_grants is not None
+
+    async def _session_refusal(self, target: InstalledOperation) -> RefusalReason | None:
+        return _grant_refusal(await self._session_grant(target.module.grant_key), target.operation.access)
 
     def _host_refusal(self, target: InstalledOperation) -> RefusalReason | None:
         return _grant_refusal(self._host_grant(target.module.grant_key), target.operation.access)
 
-    async def _grant(self, key: str) -> Grant:
-        access = self._access
-        if access.session_grants is not None:
-            stored = access.session_grants()
-            if inspect.isawaitable(stored):
-                stored = await stored
-            if key in stored:
-                grant = stored[key]
-                # A malformed stored grant fails closed.
-                return grant if is_grant(grant) else "none"
+    async def _session_grant(self, key: str) -> Grant:
+        """The grant the session holds for ``key`` now, else the host's."""
+        session_grants = self._access.session_grants
+        assert session_grants is not None  # only asked when the access has session grants
+        stored = session_grants()
+        if inspect.isawaitable(stored):
+            stored = await stored
+        if key in stored:
+            grant = stored[key]
+            # A malformed stored grant fails closed.
+            return grant if is_grant(grant) else "none"
         return self._host_grant(key)
 
     def _host_grant(self, key: str) -> Grant:
