@@ -1,4 +1,4 @@
-"""Runs that reach a sandbox slot only once their runtime is closing: for both backends.
+"""Runs that reach a sandbox slot only once their runtime is closing, on asyncio and on trio.
 
 Two runtimes share the slots of one :class:`~mycelium.SharedSandbox`. The first holds a slot
 with a run the test releases; the second's runs queue behind it and are admitted while (or
@@ -19,6 +19,11 @@ import pytest
 from mycelium import AbortSignal, AcquireContext, Acquired, Lease, Module, Runtime, SharedSandbox, ToolResult, source
 from mycelium.sandbox import SandboxRequest
 from tests.support.probes import Probe, ProbeSandbox, instant
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @dataclass
@@ -155,3 +160,15 @@ async def _request(results: list[ToolResult], lease: Lease, code: str) -> None:
 def _outcome(late: Probe, results: list[ToolResult], shared: SharedSandbox) -> LateRun:
     outcomes = sorted(result.failure.code if result.failure else str(result.value) for result in results)
     return LateRun(late.calls, outcomes, shared.in_flight)
+
+
+async def test_a_run_admitted_after_its_runtime_was_left_never_starts_and_gives_its_slot_back() -> None:
+    (await run_admitted_after_its_runtime_was_left()).assert_refused()
+
+
+async def test_a_run_queued_on_a_lease_its_runtime_abandoned_never_starts_once_the_runtime_closes() -> None:
+    (await run_queued_on_an_abandoned_lease()).assert_refused()
+
+
+async def test_a_run_admitted_while_its_runtime_is_left_by_cancellation_never_starts() -> None:
+    (await run_admitted_while_its_runtime_is_left_by_cancellation()).assert_refused("shielded")

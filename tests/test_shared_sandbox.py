@@ -15,11 +15,6 @@ from mycelium import (
     SharedSandbox,
 )
 from mycelium.testing import direct_sandbox
-from tests.support.late_runs import (
-    run_admitted_after_its_runtime_was_left,
-    run_admitted_while_its_runtime_is_left_by_cancellation,
-    run_queued_on_an_abandoned_lease,
-)
 from tests.support.probes import Probe, ProbeSandbox, instant
 
 
@@ -144,15 +139,3 @@ async def test_a_grant_revoked_while_the_person_decides_refuses_the_approved_cal
         result = await lease.execute_tool.run("touch")
     assert result.value["reason"] == "read-only-grant"  # type: ignore[index]
     assert seen == []
-
-
-async def test_a_run_admitted_after_its_runtime_was_left_never_starts_and_gives_its_slot_back() -> None:
-    (await run_admitted_after_its_runtime_was_left()).assert_refused()
-
-
-async def test_a_run_queued_on_a_lease_its_runtime_abandoned_never_starts_once_the_runtime_closes() -> None:
-    (await run_queued_on_an_abandoned_lease()).assert_refused()
-
-
-async def test_a_run_admitted_while_its_runtime_is_left_by_cancellation_never_starts() -> None:
-    (await run_admitted_while_its_runtime_is_left_by_cancellation()).assert_refused("shielded")

@@ -29,11 +29,6 @@ from mycelium.failures import DeadlineExceeded
 from mycelium.mcp import McpAuthority, create_mcp_catalog
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.testing import direct_sandbox
-from tests.support.late_runs import (
-    run_admitted_after_its_runtime_was_left,
-    run_admitted_while_its_runtime_is_left_by_cancellation,
-    run_queued_on_an_abandoned_lease,
-)
 from tests.support.probes import Probe, ProbeSandbox, ignore
 
 
@@ -174,15 +169,3 @@ async def test_an_asyncio_only_sandbox_is_refused_when_an_mcp_catalog_is_entered
     with pytest.raises(RuntimeError, match="the monty sandbox runs only under asyncio"):
         async with catalog:
             pass
-
-
-async def test_a_run_admitted_after_its_runtime_was_left_never_starts_under_trio() -> None:
-    (await run_admitted_after_its_runtime_was_left()).assert_refused()
-
-
-async def test_a_run_queued_on_a_lease_its_runtime_abandoned_never_starts_once_the_runtime_closes_under_trio() -> None:
-    (await run_queued_on_an_abandoned_lease()).assert_refused()
-
-
-async def test_a_run_admitted_while_its_runtime_is_left_by_cancellation_never_starts_under_trio() -> None:
-    (await run_admitted_while_its_runtime_is_left_by_cancellation()).assert_refused("shielded")
