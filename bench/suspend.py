@@ -30,7 +30,10 @@ captures the session with ``session.dump()`` and ends the feed, and a fresh sess
 capture and finishes; no store, no seal, no checks, no stepping: what pausing costs Monty.
 
 Also printed: the stored record's size; the store's own share (its ``put``, and the ``get`` and
-``claim`` of a resume, on the same record); host memory per suspended run held in the memory
+``claim`` of a resume, on the same record); each operation of the memory store while it holds
+``--full`` small suspensions of other sessions, against one holding as many as an approvals page
+lists (a run's ``put``, ``find`` and ``claim``, the page's ``undecided``, a ``purge``: none should
+read what it does not answer with); host memory per suspended run held in the memory
 store (``VmRSS`` and tracemalloc, each over its own pass of N suspensions, and again after they
 are all resumed); and the event loop's worst stall (the gap between the ticks of a 1 ms ticker,
 as in ``bench/memory.py``) over a pass of suspends and a pass of resumes per store, beside the
@@ -85,10 +88,12 @@ from mycelium import (
     operation,
 )
 from mycelium.sandbox.monty import MontySandbox
+from mycelium.suspensions import StoredSuspension
 from mycelium.suspensions._records import SuspensionRecord, now
 
 TARGET_MS = 5.0
 TARGET_RATIO = 1.1
+LISTED = 50  # what an approvals page asks the store for at a time
 KEY = b"bench-suspend-key-0123456789abcdef"
 MAX_HELD = 100_000  # the memory and stall passes hold many suspensions of one session at once
 # How many of each, in a full run and with --quick: enough for a steady p99 within 2 minutes.
@@ -98,6 +103,7 @@ COUNTS = {
     "store_runs": ("runs of the store alone", 500, 100),
     "held": ("suspensions held at once for the memory figure", 500, 200),
     "stall_runs": ("runs per stall pass", 200, 50),
+    "full": ("suspensions of other sessions held for the memory store at its bound", 200_000, 50_000),
 }
 
 PROGRAM = """
@@ -391,6 +397,30 @@ async def store_share(store: Store, record: SuspensionRecord, runs: int) -> tupl
     return puts, takes
 
 
+async def at_the_bound(sealed: StoredSuspension, held: int, runs: int) -> dict[str, tuple[float, float]]:
+    """Each store operation a run or the approvals page makes, on a ``MemorySuspensions`` holding
+    ``held`` small suspensions of other sessions and on one holding as many as the page lists
+    (ms, medians of ``runs``)."""
+    medians = {}
+    filled, small = MemorySuspensions(), MemorySuspensions()
+    for backend, count in ((filled, held), (small, LISTED)):
+        for number in range(count):
+            other = replace(sealed, id=f"other-{number}", session_id=f"other-{number}", record=b"")
+            await backend.put(other, max_per_session=MAX_HELD)
+    for backend in (filled, small):
+        times: dict[str, list[float]] = defaultdict(list)
+        for number in range(runs):
+            mine = replace(sealed, id=f"mine-{number}")
+            times["put"].append(await timed(backend.put(mine, max_per_session=runs)))
+            times["find"].append(await timed(backend.find(mine.session_id, mine.tool_call_id or "")))
+            times[f"undecided ({LISTED})"].append(await timed(backend.undecided(now=now(), limit=LISTED)))
+            times["claim"].append(await timed(backend.claim(mine.id, now=now(), tombstone=b"")))
+            times["purge (none expired)"].append(await timed(backend.purge_expired(now=now())))
+        for name, samples in times.items():
+            medians[name] = (*medians.get(name, ()), statistics.median(samples))
+    return medians  # type: ignore[return-value]  # each name got a median from both stores
+
+
 # --------------------------------------------------------------------------------------
 # Host memory per suspended run
 # --------------------------------------------------------------------------------------
@@ -509,14 +539,25 @@ async def main(arguments: argparse.Namespace) -> None:
                 f"{'store':<10} {'record B':>9} {'state B':>8} {'put p50':>8} {'put p99':>8} "
                 f"{'get+claim p50':>14} {'p99':>8}"
             )
+            sealed: dict[str, StoredSuspension] = {}
             for store in made:
                 record = await sample_record(store)
-                size = len((await store.suspensions.seal(record)).record)
+                sealed[store.name] = await store.suspensions.seal(record)
+                size = len(sealed[store.name].record)
                 puts, takes = await store_share(store, record, arguments.store_runs)
                 print(
                     f"{store.name:<10} {size:9,} {len(record.state):8,} {statistics.median(puts):8.3f} "
                     f"{percentile(puts, 0.99):8.3f} {statistics.median(takes):14.3f} {percentile(takes, 0.99):8.3f}"
                 )
+
+            print(
+                f"\nthe memory store at its bound: {arguments.full:,} small suspensions of other sessions held "
+                f"against {LISTED}, {arguments.store_runs} runs (ms)"
+            )
+            print(f"{'operation':<22} {'full p50':>9} {'small p50':>10} {'ratio':>6}")
+            full = await at_the_bound(sealed["memory"], arguments.full, arguments.store_runs)
+            for operation, (held, few) in full.items():
+                print(f"{operation:<22} {held:9.4f} {few:10.4f} {held / few:6.2f}")
 
             print(f"\nhost memory per suspended run, {arguments.held:,} held in the memory store (bytes)")
             for method, (holding, after) in (await memory_per_run(by_name["memory"], arguments.held)).items():

@@ -33,6 +33,7 @@ from mycelium.suspensions import (
     SuspensionLimitReached,
     SuspensionStore,
 )
+from mycelium.suspensions._memory import _ENTRY_BYTES
 from mycelium.suspensions._sqlite import HELD
 from mycelium.suspensions._store import MAX_FOUND
 from tests.support import release_0_1_0
@@ -338,7 +339,7 @@ async def test_expired_suspensions_do_not_count_against_the_bound(store: Suspens
 
 
 async def test_the_memory_store_holds_at_most_its_bytes_whatever_the_sessions_and_stores_nothing_past_them() -> None:
-    store = MemorySuspensions(max_bytes=10_000)
+    store = MemorySuspensions(max_bytes=10_000 + 3 * _ENTRY_BYTES)  # three entries and 10,000 bytes
     for number in range(2):  # sessions that came and went, each well within its own bound
         await store.put(suspension(f"s-{number}", session=f"session-{number}", record=bytes(4_000)), max_per_session=5)
     with pytest.raises(SuspensionLimitReached):
@@ -348,7 +349,7 @@ async def test_the_memory_store_holds_at_most_its_bytes_whatever_the_sessions_an
 
 
 async def test_the_memory_store_makes_room_as_suspensions_are_claimed_or_expire() -> None:
-    store = MemorySuspensions(max_bytes=10_000)
+    store = MemorySuspensions(max_bytes=9_000 + 2 * _ENTRY_BYTES)  # two entries and 9,000 bytes
     await store.put(suspension("claimed", record=bytes(5_000)), max_per_session=5)
     await store.put(suspension("expiring", expires_in=EXPIRED, record=bytes(3_500)), max_per_session=5)
     await claim(store, "claimed")  # its tombstone is all that is left of it
@@ -356,7 +357,8 @@ async def test_the_memory_store_makes_room_as_suspensions_are_claimed_or_expire(
     assert await store.get("expiring") is None
     assert await store.decide("next", bytes(100), now=time.time())  # a decision is held too
     with pytest.raises(SuspensionLimitReached):
-        await store.put(suspension("over", record=bytes(2_700)), max_per_session=5)
+        # It would fit but for the decision's 100 bytes.
+        await store.put(suspension("over", record=bytes(2_900 - _ENTRY_BYTES)), max_per_session=5)
 
 
 async def test_the_memory_store_counts_what_each_suspension_costs_beside_its_record() -> None:

@@ -1,0 +1,215 @@
+"""The memory store answers from indexes; they must answer as a read of every suspension would.
+
+A state machine drives one :class:`MemorySuspensions` and a plain model of the store (a dict
+in storage order, every question answered by reading all of it) with the same operations,
+and compares every answer, refusal and the bytes counted. Expiry times and the ``now`` of
+each operation are picked from a few fixed points around the time the machine starts, so
+that what has expired is decided by the test, not by how long it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from mycelium.suspensions import MemorySuspensions, StoredSuspension, SuspensionLimitReached
+from mycelium.suspensions._memory import _size
+from mycelium.suspensions._store import MAX_FOUND
+
+T = TypeVar("T")
+
+IDS = [f"s-{number}" for number in range(12)]
+SESSIONS = [None, "session-a", "session-b"]
+CALLS = [None, "call-1", "call-2"]
+EXPIRIES = [-100.0, 100.0, 200.0, 300.0]  # seconds from the start; put reads the clock, which is near 0
+NOWS = [0.0, 150.0, 250.0, 400.0]
+MAX_PER_SESSION = 3
+MAX_BYTES = 6_000
+
+
+class Model:
+    """The store as its contract says, answered by reading every suspension."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, StoredSuspension] = {}
+
+    def put(self, suspension: StoredSuspension, now: float) -> None:
+        held = sum(
+            1
+            for known in self.held.values()
+            if known.session_id == suspension.session_id and known.expires_at > now and not known.claimed
+        )
+        if held >= MAX_PER_SESSION:
+            raise SuspensionLimitReached
+        if suspension.id in self.held:
+            raise ValueError
+        if self.size() + _size(suspension) > MAX_BYTES:
+            self.purge(now)
+            if self.size() + _size(suspension) > MAX_BYTES:
+                raise SuspensionLimitReached
+        self.held[suspension.id] = suspension
+
+    def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
+        key = (session_id, tool_call_id)
+        return [s for s in reversed(self.held.values()) if (s.session_id, s.tool_call_id) == key][:MAX_FOUND]
+
+    def undecided(self, now: float, limit: int) -> list[StoredSuspension]:
+        waiting = [s for s in self.held.values() if s.expires_at > now and s.decision is None and not s.claimed]
+        return waiting[:limit]
+
+    def decide(self, suspension_id: str, decision: bytes, now: float) -> bool:
+        known = self.held.get(suspension_id)
+        if known is None or known.expires_at <= now or known.decision is not None or known.claimed:
+            return False
+        self.held[suspension_id] = dataclasses.replace(known, decision=decision)
+        return True
+
+    def claim(self, suspension_id: str, now: float) -> StoredSuspension | None:
+        known = self.held.get(suspension_id)
+        if known is None or known.expires_at <= now or known.claimed:
+            return None
+        self.held[suspension_id] = dataclasses.replace(known, record=b"tombstone", claimed=True)
+        return known
+
+    def restore(self, suspension: StoredSuspension) -> bool:
+        known = self.held.get(suspension.id)
+        if known is None or not known.claimed:
+            return False
+        self.held[suspension.id] = dataclasses.replace(suspension, claimed=False)
+        return True
+
+    def purge(self, now: float) -> int:
+        expired = [known.id for known in self.held.values() if known.expires_at <= now]
+        for suspension_id in expired:
+            del self.held[suspension_id]
+        return len(expired)
+
+    def size(self) -> int:
+        return sum(map(_size, self.held.values()))
+
+
+class MemoryStoreMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.start = time.time()
+        self.store = MemorySuspensions(max_bytes=MAX_BYTES)
+        self.model = Model()
+        self.claimed: dict[str, StoredSuspension] = {}  # what each claim returned, to restore
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(coroutine)
+
+    @rule(
+        suspension_id=st.sampled_from(IDS),
+        session=st.sampled_from(SESSIONS),
+        call=st.sampled_from(CALLS),
+        expiry=st.sampled_from(EXPIRIES),
+        record=st.integers(0, 2_000),
+    )
+    def put(self, suspension_id: str, session: str | None, call: str | None, expiry: float, record: int) -> None:
+        suspension = StoredSuspension(suspension_id, session, call, self.start + expiry, bytes(record))
+        expected = outcome(lambda: self.model.put(suspension, time.time()))
+        assert outcome(lambda: self.run(self.store.put(suspension, max_per_session=MAX_PER_SESSION))) == expected
+
+    @rule(session=st.sampled_from(SESSIONS), call=st.sampled_from(CALLS[1:]))
+    def find(self, session: str | None, call: str) -> None:
+        assert self.run(self.store.find(session, call)) == self.model.find(session, call)
+
+    @rule(now=st.sampled_from(NOWS), limit=st.integers(0, 5))
+    def undecided(self, now: float, limit: int) -> None:
+        at = self.start + now
+        assert self.run(self.store.undecided(now=at, limit=limit)) == self.model.undecided(at, limit)
+
+    @rule(suspension_id=st.sampled_from(IDS), now=st.sampled_from(NOWS), decision=st.integers(0, 500))
+    def decide(self, suspension_id: str, now: float, decision: int) -> None:
+        at = self.start + now
+        expected = self.model.decide(suspension_id, bytes(decision), at)
+        assert self.run(self.store.decide(suspension_id, bytes(decision), now=at)) == expected
+
+    @rule(suspension_id=st.sampled_from(IDS), now=st.sampled_from(NOWS))
+    def claim(self, suspension_id: str, now: float) -> None:
+        at = self.start + now
+        expected = self.model.claim(suspension_id, at)
+        claimed = self.run(self.store.claim(suspension_id, now=at, tombstone=b"tombstone"))
+        assert claimed == expected
+        if claimed is not None:
+            self.claimed[suspension_id] = claimed
+
+    @rule(suspension_id=st.sampled_from(IDS), expiry=st.sampled_from([None, *EXPIRIES]))
+    def restore(self, suspension_id: str, expiry: float | None) -> None:
+        given = self.claimed.get(suspension_id)
+        if given is None:
+            given = StoredSuspension(suspension_id, "session-a", "call-1", self.start + EXPIRIES[1], b"never claimed")
+        if expiry is not None:  # restored as given: even with another expiry than it had
+            given = dataclasses.replace(given, expires_at=self.start + expiry)
+        assert self.run(self.store.restore(given)) == self.model.restore(given)
+
+    @rule(now=st.sampled_from(NOWS))
+    def purge(self, now: float) -> None:
+        at = self.start + now
+        assert self.run(self.store.purge_expired(now=at)) == self.model.purge(at)
+
+    @invariant()
+    def everything_held_reads_back_and_is_counted(self) -> None:
+        for suspension_id in IDS:
+            assert self.run(self.store.get(suspension_id)) == self.model.held.get(suspension_id)
+        assert self.store._bytes == self.model.size()
+
+    def teardown(self) -> None:
+        self.loop.close()
+
+
+def outcome(action: Any) -> object:
+    """What an action returned, or the type of what it raised."""
+    try:
+        return action()
+    except (SuspensionLimitReached, ValueError) as exc:
+        return type(exc)
+
+
+MemoryStoreMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=60, deadline=None, derandomize=True
+)
+TestMemoryStoreMachine = MemoryStoreMachine.TestCase
+
+
+class Watched(float):
+    """An expiry time that counts how often a store compares it."""
+
+    compared = 0
+
+    def __gt__(self, other: object) -> bool:
+        Watched.compared += 1
+        return float(self) > other  # type: ignore[operator]
+
+    def __le__(self, other: object) -> bool:
+        Watched.compared += 1
+        return float(self) <= other  # type: ignore[operator]
+
+
+async def test_a_memory_store_answers_for_one_session_without_reading_the_others() -> None:
+    store = MemorySuspensions()
+    later = time.time() + 3600
+    for number in range(10_000):  # sessions that came and went, each leaving a pause
+        others = StoredSuspension(f"other-{number}", f"session-{number}", "call", Watched(later), b"")
+        await store.put(others, max_per_session=20)
+    await store.claim("other-0", now=time.time(), tombstone=b"")
+    Watched.compared = 0
+    for number in range(3):
+        await store.put(StoredSuspension(f"mine-{number}", "mine", "call", later, b""), max_per_session=3)
+    with pytest.raises(SuspensionLimitReached):
+        await store.put(StoredSuspension("mine-3", "mine", "call", later, b""), max_per_session=3)
+    assert [found.id for found in await store.find("mine", "call")] == ["mine-2", "mine-1", "mine-0"]
+    assert await store.purge_expired(now=time.time()) == 0
+    assert [found.id for found in await store.undecided(now=time.time(), limit=2)] == ["other-1", "other-2"]
+    # The purge looks at the earliest expiry and the listing at what it gives: not at the 10,000 held.
+    assert Watched.compared < 10
