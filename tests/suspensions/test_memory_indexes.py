@@ -2,26 +2,30 @@
 
 A state machine drives one :class:`MemorySuspensions` and a plain model of the store (a dict
 in storage order, every question answered by reading all of it) with the same operations,
-and compares every answer, refusal and the bytes counted. Expiry times and the ``now`` of
-each operation are picked from a few fixed points around the time the machine starts, so
-that what has expired is decided by the test, not by how long it runs.
+and compares every answer, refusal and the bytes counted. Expiry times are picked from a few
+fixed points around the time the machine starts, and the ``now`` of each operation is a test
+clock that the machine moves forward in steps of its own, so that what has expired is decided
+by the test, not by how long it runs (a store may read its clock as one that never goes back).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from mycelium.suspensions import MemorySuspensions, StoredSuspension, SuspensionLimitReached
-from mycelium.suspensions._memory import _size
+from mycelium.suspensions._memory import _PURGE_BATCH, _size
 from mycelium.suspensions._store import MAX_FOUND
 
 T = TypeVar("T")
@@ -30,7 +34,7 @@ IDS = [f"s-{number}" for number in range(12)]
 SESSIONS = [None, "session-a", "session-b"]
 CALLS = [None, "call-1", "call-2"]
 EXPIRIES = [-100.0, 100.0, 200.0, 300.0]  # seconds from the start; put reads the clock, which is near 0
-NOWS = [0.0, 150.0, 250.0, 400.0]
+STEPS = [0.0, 50.0, 100.0, 150.0]  # how far the test clock moves at a time
 MAX_PER_SESSION = 3
 MAX_BYTES = 6_000
 
@@ -51,10 +55,13 @@ class Model:
             raise SuspensionLimitReached
         if suspension.id in self.held:
             raise ValueError
+        # Expired suspensions make room, the earliest expired first (in storage order at one
+        # time), and no more of them than the room needed.
+        expired = sorted((known for known in self.held.values() if known.expires_at <= now), key=expiry)
+        while expired and self.size() + _size(suspension) > MAX_BYTES:
+            del self.held[expired.pop(0).id]
         if self.size() + _size(suspension) > MAX_BYTES:
-            self.purge(now)
-            if self.size() + _size(suspension) > MAX_BYTES:
-                raise SuspensionLimitReached
+            raise SuspensionLimitReached
         self.held[suspension.id] = suspension
 
     def find(self, session_id: str | None, tool_call_id: str) -> list[StoredSuspension]:
@@ -96,6 +103,10 @@ class Model:
         return sum(map(_size, self.held.values()))
 
 
+def expiry(suspension: StoredSuspension) -> float:
+    return suspension.expires_at
+
+
 class MemoryStoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -103,6 +114,7 @@ class MemoryStoreMachine(RuleBasedStateMachine):
         self.start = time.time()
         self.store = MemorySuspensions(max_bytes=MAX_BYTES)
         self.model = Model()
+        self.now = self.start  # the test clock
         self.claimed: dict[str, StoredSuspension] = {}  # what each claim returned, to restore
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -124,22 +136,23 @@ class MemoryStoreMachine(RuleBasedStateMachine):
     def find(self, session: str | None, call: str) -> None:
         assert self.run(self.store.find(session, call)) == self.model.find(session, call)
 
-    @rule(now=st.sampled_from(NOWS), limit=st.integers(0, 5))
-    def undecided(self, now: float, limit: int) -> None:
-        at = self.start + now
-        assert self.run(self.store.undecided(now=at, limit=limit)) == self.model.undecided(at, limit)
+    @rule(step=st.sampled_from(STEPS))
+    def advance(self, step: float) -> None:
+        self.now += step
 
-    @rule(suspension_id=st.sampled_from(IDS), now=st.sampled_from(NOWS), decision=st.integers(0, 500))
-    def decide(self, suspension_id: str, now: float, decision: int) -> None:
-        at = self.start + now
-        expected = self.model.decide(suspension_id, bytes(decision), at)
-        assert self.run(self.store.decide(suspension_id, bytes(decision), now=at)) == expected
+    @rule(limit=st.integers(0, 5))
+    def undecided(self, limit: int) -> None:
+        assert self.run(self.store.undecided(now=self.now, limit=limit)) == self.model.undecided(self.now, limit)
 
-    @rule(suspension_id=st.sampled_from(IDS), now=st.sampled_from(NOWS))
-    def claim(self, suspension_id: str, now: float) -> None:
-        at = self.start + now
-        expected = self.model.claim(suspension_id, at)
-        claimed = self.run(self.store.claim(suspension_id, now=at, tombstone=b"tombstone"))
+    @rule(suspension_id=st.sampled_from(IDS), decision=st.integers(0, 500))
+    def decide(self, suspension_id: str, decision: int) -> None:
+        expected = self.model.decide(suspension_id, bytes(decision), self.now)
+        assert self.run(self.store.decide(suspension_id, bytes(decision), now=self.now)) == expected
+
+    @rule(suspension_id=st.sampled_from(IDS))
+    def claim(self, suspension_id: str) -> None:
+        expected = self.model.claim(suspension_id, self.now)
+        claimed = self.run(self.store.claim(suspension_id, now=self.now, tombstone=b"tombstone"))
         assert claimed == expected
         if claimed is not None:
             self.claimed[suspension_id] = claimed
@@ -153,10 +166,9 @@ class MemoryStoreMachine(RuleBasedStateMachine):
             given = dataclasses.replace(given, expires_at=self.start + expiry)
         assert self.run(self.store.restore(given)) == self.model.restore(given)
 
-    @rule(now=st.sampled_from(NOWS))
-    def purge(self, now: float) -> None:
-        at = self.start + now
-        assert self.run(self.store.purge_expired(now=at)) == self.model.purge(at)
+    @rule()
+    def purge(self) -> None:
+        assert self.run(self.store.purge_expired(now=self.now)) == self.model.purge(self.now)
 
     @invariant()
     def everything_held_reads_back_and_is_counted(self) -> None:
@@ -213,3 +225,45 @@ async def test_a_memory_store_answers_for_one_session_without_reading_the_others
     assert [found.id for found in await store.undecided(now=time.time(), limit=2)] == ["other-1", "other-2"]
     # The purge looks at the earliest expiry and the listing at what it gives: not at the 10,000 held.
     assert Watched.compared < 10
+
+
+async def test_a_purge_lets_other_tasks_run_between_its_batches() -> None:
+    store = MemorySuspensions()
+    expired = time.time() - 1
+    for number in range(3 * _PURGE_BATCH):
+        await store.put(StoredSuspension(f"s-{number}", f"session-{number}", None, expired, b""), max_per_session=1)
+    turns = 0
+    purged = anyio.Event()
+
+    async def other_task() -> None:
+        nonlocal turns
+        while not purged.is_set():
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(other_task)
+        await anyio.lowlevel.checkpoint()  # the other task is running
+        turns = 0
+        assert await store.purge_expired(now=time.time()) == 3 * _PURGE_BATCH
+        purged.set()
+    assert turns >= 2  # between the batches, not only once it was done
+
+
+async def test_a_full_store_drops_only_the_expired_suspensions_it_needs_the_earliest_first() -> None:
+    now = time.time()
+    entries = [
+        StoredSuspension(f"s-{number}", f"session-{number}", "call", now - 10 + number, bytes(1_000))
+        for number in range(3)
+    ]
+    store = MemorySuspensions(max_bytes=sum(map(_size, entries)) + 100)  # room for the three, not for a fourth
+    for entry in reversed(entries):  # stored latest expiry first: the order of expiry decides, not of storage
+        await store.put(entry, max_per_session=1)
+    await store.put(StoredSuspension("new", "session-new", "call", now + 3600, bytes(1_000)), max_per_session=1)
+    assert [await store.get(entry.id) for entry in entries] == [None, entries[1], entries[2]]
+
+
+@pytest.mark.parametrize("expires_at", [math.nan, math.inf, -math.inf])
+def test_a_suspension_must_expire_at_a_finite_time(expires_at: float) -> None:
+    with pytest.raises(ValueError, match="expires_at"):
+        StoredSuspension("s-1", "session-1", "call", expires_at, b"")

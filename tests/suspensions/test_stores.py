@@ -33,7 +33,7 @@ from mycelium.suspensions import (
     SuspensionLimitReached,
     SuspensionStore,
 )
-from mycelium.suspensions._memory import _ENTRY_BYTES
+from mycelium.suspensions._memory import _ENTRY_BYTES, _size
 from mycelium.suspensions._sqlite import HELD
 from mycelium.suspensions._store import MAX_FOUND
 from tests.support import release_0_1_0
@@ -356,9 +356,11 @@ async def test_the_memory_store_makes_room_as_suspensions_are_claimed_or_expire(
     await store.put(suspension("next", record=bytes(6_000)), max_per_session=5)  # the expired one made way
     assert await store.get("expiring") is None
     assert await store.decide("next", bytes(100), now=time.time())  # a decision is held too
+    tombstone, held = tombstone_of(suspension("claimed", record=bytes(5_000))), suspension("next", record=bytes(6_000))
+    room = 9_000 + 2 * _ENTRY_BYTES - _size(tombstone) - _size(held)
+    over = suspension("over", record=bytes(room - 50 - _size(suspension("over", record=b""))))
     with pytest.raises(SuspensionLimitReached):
-        # It would fit but for the decision's 100 bytes.
-        await store.put(suspension("over", record=bytes(2_900 - _ENTRY_BYTES)), max_per_session=5)
+        await store.put(over, max_per_session=5)  # it would fit with 50 bytes to spare but for the decision's 100
 
 
 async def test_the_memory_store_counts_what_each_suspension_costs_beside_its_record() -> None:

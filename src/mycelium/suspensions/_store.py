@@ -17,6 +17,7 @@ bytes and the program's text, not the snapshot.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -60,6 +61,9 @@ class StoredSuspension:
         # Stores keep "no session" apart from every session; session ids are never empty.
         if self.session_id == "":
             raise ValueError("StoredSuspension.session_id must be a non-empty string or None")
+        # A store orders and compares expiry times: a NaN would compare false with every time.
+        if not math.isfinite(self.expires_at):
+            raise ValueError(f"StoredSuspension.expires_at must be a finite time, got {self.expires_at!r}")
 
 
 class SuspensionLimitReached(Exception):
