@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from .._framing import frame, unframe
 from .._options import check_int
+from .._values import JsonTooLarge, NotJson, json_size
 from . import _records
 from ._memory import MemorySuspensions
 from ._records import PausedCall, Suspension, SuspensionRecord
@@ -34,8 +36,10 @@ __all__ = ["NO_SUSPENSIONS", "StoreUnavailable", "Suspensions", "required"]
 T = TypeVar("T")
 
 MIB = 1024 * 1024
-SEAL_ON_LOOP_BYTES = 256 * 1024
-"""Sealing or checking a record larger than this hashes it off the event loop; less takes under a millisecond."""
+SEAL_ON_LOOP_BYTES = 64 * 1024
+"""A record larger than this is sealed and unsealed off the event loop: encoding and hashing it, or
+decoding its header (many short log lines, a many-keyed argument), could hold the loop for
+milliseconds. Less takes about a millisecond at worst; a typical record is a few KiB."""
 _MAC_BYTES = 32
 _MIN_KEY_BYTES = 16
 _RECORD_MAGIC = b"MYCSUSP1"
@@ -126,8 +130,8 @@ class Suspensions:
         return f"susp-{secrets.token_hex(16)}"
 
     async def seal(self, record: SuspensionRecord) -> StoredSuspension:
-        """The stored form of ``record``, sealed under the key (a large state is hashed off the event loop)."""
-        if len(record.state) > SEAL_ON_LOOP_BYTES:
+        """The stored form of ``record``, sealed under the key (a large record off the event loop)."""
+        if _large(record):
             return await anyio.to_thread.run_sync(self._seal, record)
         return self._seal(record)
 
@@ -155,7 +159,9 @@ class Suspensions:
         another program's). Raises :class:`StoreUnavailable` when the store fails.
         """
         found = await self.stored(lambda: self.store.find(session_id, tool_call_id))
-        for stored in found:
+        for index, stored in enumerate(found):
+            if index:
+                await anyio.lowlevel.checkpoint()  # records unsealed on the loop: let it turn between them
             record = await self.unseal(stored)
             if record is None or record.runs(code):  # else: another program under the same tool call id
                 return stored, record
@@ -179,7 +185,9 @@ class Suspensions:
         are left out. Raises :class:`StoreUnavailable` when the store fails."""
         found = await self.stored(lambda: self.store.undecided(now=_records.now(), limit=limit))
         waiting = []
-        for stored in found:
+        for index, stored in enumerate(found):
+            if index:
+                await anyio.lowlevel.checkpoint()  # records unsealed on the loop: let it turn between them
             record = await self.unseal(stored)
             if record is not None and _waits(record) and not record.handed_off:
                 waiting.append(record.suspension())
@@ -390,3 +398,14 @@ def required(suspensions: Suspensions | None) -> Suspensions:
     if suspensions is None:
         raise ValueError(NO_SUSPENSIONS)
     return suspensions
+
+
+def _large(record: SuspensionRecord) -> bool:
+    """Whether ``record`` is larger than :data:`SEAL_ON_LOOP_BYTES` once sealed, or may be: its state,
+    code, logs and arguments are measured no further than that bound."""
+    room = SEAL_ON_LOOP_BYTES - len(record.state)
+    try:
+        json_size((record.code, record.logs, tuple(call.arguments for call in record.calls)), limit=room)
+    except (JsonTooLarge, NotJson):  # what is no JSON fails to seal, off the loop as a large record would
+        return True
+    return False
