@@ -89,6 +89,7 @@ from mycelium import (
 )
 from mycelium.sandbox.monty import MontySandbox
 from mycelium.suspensions import StoredSuspension
+from mycelium.suspensions._memory import _size
 from mycelium.suspensions._records import SuspensionRecord, now
 
 TARGET_MS = 5.0
@@ -402,10 +403,12 @@ async def at_the_bound(sealed: StoredSuspension, held: int, runs: int) -> dict[s
     ``held`` small suspensions of other sessions and on one holding as many as the page lists
     (ms, medians of ``runs``)."""
     medians = {}
-    filled, small = MemorySuspensions(), MemorySuspensions()
+    others = [replace(sealed, id=f"other-{number}", session_id=f"other-{number}", record=b"") for number in range(held)]
+    # Bounded at what it holds and the runs' own: full, whatever ``held`` (the default bound fits about 190,000).
+    filled = MemorySuspensions(max_bytes=sum(map(_size, others)) + runs * _size(replace(sealed, id=f"mine-{runs}")))
+    small = MemorySuspensions()
     for backend, count in ((filled, held), (small, LISTED)):
-        for number in range(count):
-            other = replace(sealed, id=f"other-{number}", session_id=f"other-{number}", record=b"")
+        for other in others[:count]:
             await backend.put(other, max_per_session=MAX_HELD)
     for backend in (filled, small):
         times: dict[str, list[float]] = defaultdict(list)
