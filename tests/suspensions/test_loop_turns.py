@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
-import anyio
-import anyio.lowlevel
 import pytest
 
 from mycelium import MemorySuspensions, Suspensions
-from mycelium.suspensions import StoredSuspension
 from mycelium.suspensions._records import PausedCall, SuspensionRecord
 from mycelium.suspensions._suspensions import SEAL_ON_LOOP_BYTES
+from tests.support.turns import turns_during
 
 KEY = b"a key of at least sixteen bytes"
 
@@ -91,37 +89,13 @@ async def test_a_large_record_is_sealed_and_unsealed_off_the_event_loop(
     assert [thread is loop_thread for thread in threads["_seal"] + threads["_unseal"]] == [False, False]
 
 
-async def turns_while(action: Callable[[], Awaitable[object]]) -> int:
-    """How many turns another task got while ``action`` (awaited) ran."""
-    turns = 0
-    done = anyio.Event()
-
-    async def other_task() -> None:
-        nonlocal turns
-        while not done.is_set():
-            turns += 1
-            await anyio.lowlevel.checkpoint()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(other_task)
-        await anyio.lowlevel.checkpoint()  # the other task is running
-        turns = 0
-        await action()
-        done.set()
-    return turns
-
-
 async def test_an_approvals_listing_lets_other_tasks_run_between_the_records_it_reads() -> None:
     suspensions = Suspensions(store=MemorySuspensions(), key=KEY)
     for number in range(10):
         await suspensions.store.put(await suspensions.seal(record(number)), max_per_session=16)
-    listed: list[object] = []
-
-    async def listing() -> None:
-        listed.extend(await suspensions.undecided(limit=10))
-
-    assert await turns_while(listing) >= 9
+    listed, turns = await turns_during(lambda: suspensions.undecided(limit=10))
     assert len(listed) == 10
+    assert turns >= 9
 
 
 async def test_a_replayed_tool_call_lets_other_tasks_run_between_the_records_it_reads() -> None:
@@ -129,10 +103,7 @@ async def test_a_replayed_tool_call_lets_other_tasks_run_between_the_records_it_
     await suspensions.store.put(await suspensions.seal(record(0, code="return 'wanted'")), max_per_session=16)
     for number in range(1, 10):  # newer pauses of other programs under the same tool call id
         await suspensions.store.put(await suspensions.seal(record(number)), max_per_session=16)
-    found: list[tuple[StoredSuspension, SuspensionRecord | None] | None] = []
-
-    async def replay() -> None:
-        found.append(await suspensions.of_call("session", "tool-call", "return 'wanted'"))
-
-    assert await turns_while(replay) >= 9
-    assert [paused[0].id for paused in found if paused is not None] == ["susp-0"]
+    found, turns = await turns_during(lambda: suspensions.of_call("session", "tool-call", "return 'wanted'"))
+    assert found is not None
+    assert found[0].id == "susp-0"
+    assert turns >= 9

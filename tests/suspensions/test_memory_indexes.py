@@ -17,8 +17,6 @@ import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-import anyio
-import anyio.lowlevel
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -27,6 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from mycelium.suspensions import MemorySuspensions, StoredSuspension, SuspensionLimitReached
 from mycelium.suspensions._memory import _PURGE_BATCH, _size
 from mycelium.suspensions._store import MAX_FOUND
+from tests.support.turns import turns_during
 
 T = TypeVar("T")
 
@@ -232,21 +231,8 @@ async def test_a_purge_lets_other_tasks_run_between_its_batches() -> None:
     expired = time.time() - 1
     for number in range(3 * _PURGE_BATCH):
         await store.put(StoredSuspension(f"s-{number}", f"session-{number}", None, expired, b""), max_per_session=1)
-    turns = 0
-    purged = anyio.Event()
-
-    async def other_task() -> None:
-        nonlocal turns
-        while not purged.is_set():
-            turns += 1
-            await anyio.lowlevel.checkpoint()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(other_task)
-        await anyio.lowlevel.checkpoint()  # the other task is running
-        turns = 0
-        assert await store.purge_expired(now=time.time()) == 3 * _PURGE_BATCH
-        purged.set()
+    purged, turns = await turns_during(lambda: store.purge_expired(now=time.time()))
+    assert purged == 3 * _PURGE_BATCH
     assert turns >= 2  # between the batches, not only once it was done
 
 
