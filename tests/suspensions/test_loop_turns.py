@@ -1,13 +1,14 @@
 """Reading and writing pauses never holds a serving loop for long.
 
-A large record (a big paused state, many printed lines, a many-keyed argument) is sealed
-and unsealed in a worker thread; a listing or a replay lookup that unseals several records
-lets other tasks run between them. What is checked is where the work runs and that other
+Every record is sealed in a worker thread, and a large one (a big paused state, many printed
+lines, a many-keyed argument) is unsealed there too; a listing or a replay lookup that
+unseals several records lets other tasks run between them. What is checked is where the work runs and that other
 tasks get turns, never how long anything took.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -58,6 +59,8 @@ LARGE = {
     "many printed lines": record(logs=("",) * SEAL_ON_LOOP_BYTES),
     "a many-keyed argument": record(arguments={str(key): key for key in range(SEAL_ON_LOOP_BYTES // 4)}),
     "a long program": record(code="#" * SEAL_ON_LOOP_BYTES),
+    "printed lines that are not ASCII": record(logs=("\N{SNOWMAN}" * 100,) * (SEAL_ON_LOOP_BYTES // 500)),
+    "many deferred calls": dataclasses.replace(record(), calls=record().calls * (SEAL_ON_LOOP_BYTES // 100)),
 }
 
 
@@ -87,6 +90,11 @@ async def test_a_large_record_is_sealed_and_unsealed_off_the_event_loop(
     assert await suspensions.unseal(sealed) == large
     loop_thread = threading.current_thread()
     assert [thread is loop_thread for thread in threads["_seal"] + threads["_unseal"]] == [False, False]
+
+
+async def test_even_a_small_record_is_sealed_off_the_event_loop(threads: dict[str, list[threading.Thread]]) -> None:
+    await Suspensions(key=KEY).seal(record())
+    assert [thread is threading.current_thread() for thread in threads["_seal"]] == [False]
 
 
 async def test_an_approvals_listing_lets_other_tasks_run_between_the_records_it_reads() -> None:

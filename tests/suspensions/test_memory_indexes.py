@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from mycelium.suspensions import MemorySuspensions, StoredSuspension, SuspensionLimitReached
-from mycelium.suspensions._memory import _PURGE_BATCH, _size
+from mycelium.suspensions._memory import _ENTRY_BYTES, _PURGE_BATCH, _size
 from mycelium.suspensions._store import MAX_FOUND
 from tests.support.turns import turns_during
 
@@ -228,12 +228,40 @@ async def test_a_memory_store_answers_for_one_session_without_reading_the_others
 
 async def test_a_purge_lets_other_tasks_run_between_its_batches() -> None:
     store = MemorySuspensions()
-    expired = time.time() - 1
-    for number in range(3 * _PURGE_BATCH):
-        await store.put(StoredSuspension(f"s-{number}", f"session-{number}", None, expired, b""), max_per_session=1)
+    for pause in expired_pauses(3 * _PURGE_BATCH):
+        await store.put(pause, max_per_session=1)
     purged, turns = await turns_during(lambda: store.purge_expired(now=time.time()))
     assert purged == 3 * _PURGE_BATCH
     assert turns >= 2  # between the batches, not only once it was done
+
+
+def expired_pauses(count: int) -> list[StoredSuspension]:
+    """Small pauses, each of a session of its own, that expired a second ago."""
+    expired = time.time() - 1
+    return [StoredSuspension(f"s-{number}", f"session-{number}", None, expired, b"") for number in range(count)]
+
+
+async def test_a_large_pause_makes_room_among_many_small_expired_ones_a_batch_per_loop_turn() -> None:
+    small = expired_pauses(3 * _PURGE_BATCH)
+    store = MemorySuspensions(max_bytes=sum(map(_size, small)))
+    for pause in small:
+        await store.put(pause, max_per_session=1)
+    large = StoredSuspension("large", "session", None, time.time() + 3600, bytes(store._bytes - 2 * _ENTRY_BYTES))
+    _, turns = await turns_during(lambda: store.put(large, max_per_session=1))
+    assert await store.get("large") == large
+    assert turns >= 2
+
+
+async def test_a_listing_past_many_expired_pauses_lets_the_loop_turn_and_lists_the_live_ones() -> None:
+    store = MemorySuspensions()
+    for pause in expired_pauses(3 * _PURGE_BATCH):
+        await store.put(pause, max_per_session=1)
+    later = time.time() + 3600
+    for number in range(2):
+        await store.put(StoredSuspension(f"live-{number}", "session", None, later, b""), max_per_session=2)
+    listed, turns = await turns_during(lambda: store.undecided(now=time.time(), limit=5))
+    assert [pause.id for pause in listed] == ["live-0", "live-1"]
+    assert turns >= 2
 
 
 async def test_a_full_store_drops_only_the_expired_suspensions_it_needs_the_earliest_first() -> None:

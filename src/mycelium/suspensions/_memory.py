@@ -23,7 +23,7 @@ _ENTRY_BYTES = 1280
 and its places in the indexes. Measured with tracemalloc on CPython 3.11 at about 1,150 bytes when every
 pause has a session and a tool call of its own (the most the indexes cost per entry), so many small ones
 cannot pass the bound."""
-_PURGE_BATCH = 1_000
+_PURGE_BATCH = 250
 """How many expired suspensions a purge removes between two turns of the event loop."""
 
 
@@ -38,15 +38,16 @@ class MemorySuspensions:
     stored; expired suspensions are dropped first to make room, the earliest expired first and
     no more than the room it needs.
 
-    Every method but :meth:`purge_expired` runs to completion without awaiting, so on one
-    event loop each is atomic: no other task sees a half-made change. A purge removes
-    :data:`_PURGE_BATCH` suspensions at a time and lets the loop run between batches, each
-    removal whole. No method reads every suspension held: at the bound that is hundreds of
-    thousands, and the event loop would wait for the read. Each answers from an index of
-    what it asks about (a session's unclaimed pauses, one tool call's, the undecided ones,
-    the expiry times), at a cost that grows with its answer, not with the store. Expiry is
-    read against a clock that does not go back: once a listing has seen a suspension
-    expired, it lists it no more.
+    No method reads every suspension held: at the bound that is hundreds of thousands, and
+    the event loop would wait for the read. Each answers from an index of what it asks about
+    (a session's unclaimed pauses, one tool call's, the undecided ones, the expiry times), at
+    a cost that grows with its answer, not with the store. Where many suspensions expired
+    at once stand in the way (a purge, a put making room, a listing past them), it handles
+    :data:`_PURGE_BATCH` of them, lets the loop turn, and goes on. Apart from those turns
+    every method runs without awaiting, so on one event loop each change is atomic: no
+    other task sees it half made, and a put or a listing checks afresh after each turn.
+    Expiry is read against a clock that does not go back: once a listing has seen a
+    suspension expired, it lists it no more.
     """
 
     def __init__(self, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -67,18 +68,24 @@ class MemorySuspensions:
 
     async def put(self, suspension: StoredSuspension, *, max_per_session: int) -> None:
         """Store ``suspension`` unless its session is full, the store is, or its id is taken."""
-        now = time.time()
-        held = sum(1 for known in self._unclaimed.get(suspension.session_id, ()) if self._held[known].expires_at > now)
-        if held >= max_per_session:
-            raise SuspensionLimitReached(f"the session already holds {held} suspensions")
-        if suspension.id in self._held:
-            raise ValueError(f"suspension {suspension.id!r} is already stored")
         size = _size(suspension)
-        self._drop_expired(now, until_free=size)
-        if self._bytes + size > self._max_bytes:
-            raise SuspensionLimitReached(
-                f"the store already holds {self._bytes} of its {self._max_bytes} bytes of suspensions"
+        while True:  # each pass checks afresh: other tasks ran while the last made room
+            now = time.time()
+            held = sum(
+                1 for known in self._unclaimed.get(suspension.session_id, ()) if self._held[known].expires_at > now
             )
+            if held >= max_per_session:
+                raise SuspensionLimitReached(f"the session already holds {held} suspensions")
+            if suspension.id in self._held:
+                raise ValueError(f"suspension {suspension.id!r} is already stored")
+            if self._bytes + size <= self._max_bytes:
+                break
+            if not self._drop_expired(now, most=_PURGE_BATCH, until_free=size):
+                raise SuspensionLimitReached(
+                    f"the store already holds {self._bytes} of its {self._max_bytes} bytes of suspensions"
+                )
+            if self._bytes + size > self._max_bytes:
+                await anyio.lowlevel.checkpoint()  # a large pause among many small expired ones: room by batches
         number = next(self._counter)
         self._numbers[suspension.id] = number
         self._ids[number] = suspension.id
@@ -97,19 +104,23 @@ class MemorySuspensions:
 
     async def undecided(self, *, now: float, limit: int) -> list[StoredSuspension]:
         """Unexpired, undecided, unclaimed suspensions of every session, oldest first, at most ``limit``."""
-        waiting: list[StoredSuspension] = []
-        expired: list[int] = []
-        for number in self._undecided:
-            if len(waiting) >= limit:
-                break
-            known = self._held[self._ids[number]]
-            if known.expires_at > now:
-                waiting.append(known)
-            else:
-                expired.append(number)  # it will never be decided nor claimed: no listing need read it again
-        for number in expired:
-            self._undecided.discard(number)
-        return waiting
+        while True:
+            waiting: list[StoredSuspension] = []
+            expired: list[int] = []
+            for number in self._undecided:
+                if len(waiting) >= limit or len(expired) >= _PURGE_BATCH:
+                    break
+                known = self._held[self._ids[number]]
+                if known.expires_at > now:
+                    waiting.append(known)
+                else:
+                    expired.append(number)  # it will never be decided nor claimed: no listing need read it again
+            for number in expired:
+                self._undecided.discard(number)
+            if len(expired) < _PURGE_BATCH:
+                return waiting
+            # Many expired since the last purge: let the loop turn, then list afresh past them.
+            await anyio.lowlevel.checkpoint()
 
     async def decide(self, suspension_id: str, decision: bytes, *, now: float) -> bool:
         """Set the decision of an unexpired, undecided, unclaimed suspension."""

@@ -24,7 +24,6 @@ import anyio.lowlevel
 
 from .._framing import frame, unframe
 from .._options import check_int
-from .._values import JsonTooLarge, NotJson, json_size
 from . import _records
 from ._memory import MemorySuspensions
 from ._records import PausedCall, Suspension, SuspensionRecord
@@ -37,9 +36,9 @@ T = TypeVar("T")
 
 MIB = 1024 * 1024
 SEAL_ON_LOOP_BYTES = 64 * 1024
-"""A record larger than this is sealed and unsealed off the event loop: encoding and hashing it, or
-decoding its header (many short log lines, a many-keyed argument), could hold the loop for
-milliseconds. Less takes about a millisecond at worst; a typical record is a few KiB."""
+"""A stored record larger than this is unsealed off the event loop: hashing it and decoding its
+header (many short log lines, a many-keyed argument) could hold the loop for milliseconds. Less
+takes about a millisecond at worst; a typical record is a few KiB."""
 _MAC_BYTES = 32
 _MIN_KEY_BYTES = 16
 _RECORD_MAGIC = b"MYCSUSP1"
@@ -130,10 +129,13 @@ class Suspensions:
         return f"susp-{secrets.token_hex(16)}"
 
     async def seal(self, record: SuspensionRecord) -> StoredSuspension:
-        """The stored form of ``record``, sealed under the key (a large record off the event loop)."""
-        if _large(record):
-            return await anyio.to_thread.run_sync(self._seal, record)
-        return self._seal(record)
+        """The stored form of ``record``, sealed under the key in a worker thread.
+
+        Always there: how long encoding takes depends on the program's arguments and output,
+        and measuring them first would cost as much on the loop as sealing them. A pause
+        is rare, and the thread's round trip costs about 0.1 ms.
+        """
+        return await anyio.to_thread.run_sync(self._seal, record)
 
     def tombstone(self, record: SuspensionRecord) -> bytes:
         """The sealed record a store keeps in place of ``record`` once it is claimed (see
@@ -398,14 +400,3 @@ def required(suspensions: Suspensions | None) -> Suspensions:
     if suspensions is None:
         raise ValueError(NO_SUSPENSIONS)
     return suspensions
-
-
-def _large(record: SuspensionRecord) -> bool:
-    """Whether ``record`` is larger than :data:`SEAL_ON_LOOP_BYTES` once sealed, or may be: its state,
-    code, logs and arguments are measured no further than that bound."""
-    room = SEAL_ON_LOOP_BYTES - len(record.state)
-    try:
-        json_size((record.code, record.logs, tuple(call.arguments for call in record.calls)), limit=room)
-    except (JsonTooLarge, NotJson):  # what is no JSON fails to seal, off the loop as a large record would
-        return True
-    return False
