@@ -24,7 +24,7 @@ and its places in the indexes. Measured with tracemalloc on CPython 3.11 at abou
 pause has a session and a tool call of its own (the most the indexes cost per entry), so many small ones
 cannot pass the bound."""
 _PURGE_BATCH = 250
-"""How many expired suspensions a purge removes between two turns of the event loop."""
+"""How many expiry times a purge, or a put making room, reads between two turns of the event loop."""
 
 
 class MemorySuspensions:
@@ -80,10 +80,11 @@ class MemorySuspensions:
                 raise ValueError(f"suspension {suspension.id!r} is already stored")
             if self._bytes + size <= self._max_bytes:
                 break
-            if not self._drop_expired(now, most=_PURGE_BATCH, until_free=size):
+            if not self._any_expired(now):
                 raise SuspensionLimitReached(
                     f"the store already holds {self._bytes} of its {self._max_bytes} bytes of suspensions"
                 )
+            self._drop_expired(now, until_free=size)
             if self._bytes + size > self._max_bytes:
                 await anyio.lowlevel.checkpoint()  # a large pause among many small expired ones: room by batches
         number = next(self._counter)
@@ -149,20 +150,26 @@ class MemorySuspensions:
     async def purge_expired(self, *, now: float) -> int:
         """Remove the suspensions and tombstones that expired at or before ``now``, a batch per loop turn."""
         removed = 0
-        while batch := self._drop_expired(now, most=_PURGE_BATCH):
-            removed += batch
+        while self._any_expired(now):
+            removed += self._drop_expired(now)
             await anyio.lowlevel.checkpoint()
         return removed
 
     async def aclose(self) -> None:
         """Nothing to release."""
 
-    def _drop_expired(self, now: float, *, most: int | None = None, until_free: int | None = None) -> int:
-        """Remove what expired at or before ``now``, earliest first: at most ``most``, and only until
-        ``until_free`` bytes are free, when given; how many were removed."""
+    def _any_expired(self, now: float) -> bool:
+        """Whether the expiries hold one at or before ``now`` (perhaps stale: see :meth:`_drop_expired`)."""
+        return bool(self._expiries) and self._expiries[0][0] <= now
+
+    def _drop_expired(self, now: float, *, until_free: int | None = None) -> int:
+        """Remove what expired at or before ``now``, earliest first, reading at most :data:`_PURGE_BATCH`
+        expiries, and only until ``until_free`` bytes are free, when given; how many were removed."""
         removed = 0
         expiries = self._expiries
-        while expiries and expiries[0][0] <= now and (most is None or removed < most):
+        for _ in range(_PURGE_BATCH):
+            if not self._any_expired(now):
+                break
             if until_free is not None and self._bytes + until_free <= self._max_bytes:
                 break
             expires_at, number = heapq.heappop(expiries)
