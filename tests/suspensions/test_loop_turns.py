@@ -17,7 +17,7 @@ import pytest
 
 from mycelium import MemorySuspensions, Suspensions
 from mycelium.suspensions._records import PausedCall, SuspensionRecord
-from mycelium.suspensions._suspensions import SEAL_ON_LOOP_BYTES
+from mycelium.suspensions._suspensions import UNSEAL_ON_LOOP_BYTES
 from tests.support.turns import turns_during
 
 KEY = b"a key of at least sixteen bytes"
@@ -55,12 +55,12 @@ def record(
 
 
 LARGE = {
-    "a large state": record(state=bytes(SEAL_ON_LOOP_BYTES + 1)),
-    "many printed lines": record(logs=("",) * SEAL_ON_LOOP_BYTES),
-    "a many-keyed argument": record(arguments={str(key): key for key in range(SEAL_ON_LOOP_BYTES // 4)}),
-    "a long program": record(code="#" * SEAL_ON_LOOP_BYTES),
-    "printed lines that are not ASCII": record(logs=("\N{SNOWMAN}" * 100,) * (SEAL_ON_LOOP_BYTES // 500)),
-    "many deferred calls": dataclasses.replace(record(), calls=record().calls * (SEAL_ON_LOOP_BYTES // 100)),
+    "a large state": record(state=bytes(UNSEAL_ON_LOOP_BYTES + 1)),
+    "many printed lines": record(logs=("",) * UNSEAL_ON_LOOP_BYTES),
+    "a many-keyed argument": record(arguments={str(key): key for key in range(UNSEAL_ON_LOOP_BYTES // 4)}),
+    "a long program": record(code="#" * UNSEAL_ON_LOOP_BYTES),
+    "printed lines that are not ASCII": record(logs=("\N{SNOWMAN}" * 100,) * (UNSEAL_ON_LOOP_BYTES // 500)),
+    "many deferred calls": dataclasses.replace(record(), calls=record().calls * (UNSEAL_ON_LOOP_BYTES // 100)),
 }
 
 

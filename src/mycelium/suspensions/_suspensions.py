@@ -35,7 +35,7 @@ __all__ = ["NO_SUSPENSIONS", "StoreUnavailable", "Suspensions", "required"]
 T = TypeVar("T")
 
 MIB = 1024 * 1024
-SEAL_ON_LOOP_BYTES = 64 * 1024
+UNSEAL_ON_LOOP_BYTES = 64 * 1024
 """A stored record larger than this is unsealed off the event loop: hashing it and decoding its
 header (many short log lines, a many-keyed argument) could hold the loop for milliseconds. Less
 takes about a millisecond at worst; a typical record is a few KiB."""
@@ -147,7 +147,7 @@ class Suspensions:
 
         Checking the seal hashes the whole record: a large one is checked off the event loop.
         """
-        if len(stored.record) > SEAL_ON_LOOP_BYTES:
+        if len(stored.record) > UNSEAL_ON_LOOP_BYTES:
             return await anyio.to_thread.run_sync(self._unseal, stored)
         return self._unseal(stored)
 
