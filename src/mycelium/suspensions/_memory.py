@@ -178,7 +178,6 @@ class MemorySuspensions:
             if known is None or known.expires_at != expires_at:
                 continue  # gone already, or held now with another expiry (pushed when it was set)
             self._unindex(known)
-            self._undecided.discard(number)  # a listing may have let it go already
             del self._held[known.id], self._numbers[known.id], self._ids[number]
             self._bytes -= _size(known)
             removed += 1
@@ -214,7 +213,7 @@ class MemorySuspensions:
             if not members:
                 del self._unclaimed[suspension.session_id]
             if suspension.decision is None:
-                self._undecided.discard(number)
+                self._undecided.discard(number)  # a listing may have let it go already, if it expired
         if suspension.tool_call_id is not None:
             key = (suspension.session_id, suspension.tool_call_id)
             self._calls[key].discard(number)
@@ -223,21 +222,19 @@ class MemorySuspensions:
 
 
 class _Numbers:
-    """Storage numbers in ascending order. One larger than every number added before (a new
+    """Storage numbers in ascending order. One larger than every number in the tail (a new
     suspension's) is added and removed in constant time; a smaller one (a restored suspension
     rejoining) is kept in a sorted list beside them, which only restores make longer."""
 
-    __slots__ = ("_early", "_largest", "_tail")
+    __slots__ = ("_early", "_tail")
 
     def __init__(self) -> None:
         self._tail: dict[int, None] = {}  # in the order added, which is ascending
         self._early: list[int] = []
-        self._largest = -1
 
     def add(self, number: int) -> None:
-        if number > self._largest:
+        if not self._tail or number > next(reversed(self._tail)):
             self._tail[number] = None
-            self._largest = number
         else:
             bisect.insort(self._early, number)
 
