@@ -6,7 +6,7 @@ one taken from a request of the server's or from the middle of a line.
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mycelium.mcp._upstream._lines import _answered_id, _Cut, _LineSplitter, _Skipped
@@ -29,6 +29,10 @@ lines = st.lists(st.binary(max_size=3 * LIMIT).map(lambda line: line.replace(b"\
 
 
 @given(lines, st.lists(st.integers(min_value=0, max_value=2_000), max_size=12))
+# A cut line shorter than the ends kept of it, after another line in the same piece: its ends
+# were once taken from the buffer, the newline and the line before included.
+@example([b"", bytes(LIMIT + 1)], [])
+@example([bytes(LIMIT + 1)], [])
 def test_lines_are_found_whole_however_the_bytes_arrive_and_a_long_one_is_cut_and_counted(
     given_lines: list[bytes], cuts: list[int]
 ) -> None:

@@ -70,10 +70,9 @@ class _LineSplitter:
         begin = 0
         while (end := self._pending.find(b"\n", scanned)) >= 0:
             if end - begin > self._limit:
-                head, tail = (
-                    bytes(self._pending[begin : begin + _HEAD_BYTES]),
-                    bytes(self._pending[end - _TAIL_BYTES : end]),
-                )
+                line = memoryview(self._pending)[begin:end]  # its ends are taken from the line alone
+                head, tail = bytes(line[:_HEAD_BYTES]), bytes(line[-_TAIL_BYTES:])
+                line.release()  # the buffer is resized below: no view of it may stay
                 found += [_Cut(head), _Skipped(head, tail, end - begin)]
             else:
                 found.append(bytes(self._pending[begin:end]))
